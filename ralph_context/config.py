@@ -1,0 +1,386 @@
+"""Settings: the ``learning.mcp_context`` block of ``ralph.yaml``, overridable by env vars.
+
+Precedence, strongest first: ``RALPH_CONTEXT_*`` environment variables (nested keys joined by
+``__``, e.g. ``RALPH_CONTEXT_STORAGE__PATH``), then the file, then the chosen preset, then the
+defaults below. The file is found at ``--config``, else ``$RALPH_CONTEXT_CONFIG``, else
+``./ralph.yaml`` or ``./ralph.yml``; without one, defaults and env apply.
+
+A bad value is reported as ``ConfigError`` naming the key, the value and what is allowed, before
+anything opens the store.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from ralph_context.errors import ConfigError
+from ralph_context.models import ContextType
+
+__all__ = [
+    "PRESETS",
+    "EmbeddingsSettings",
+    "LifecycleSettings",
+    "RetrievalSettings",
+    "ScoringSettings",
+    "ServerSettings",
+    "Settings",
+    "StorageSettings",
+    "default_model_dir",
+]
+
+CONFIG_ENV = "RALPH_CONTEXT_CONFIG"
+_DEFAULT_FILES = ("ralph.yaml", "ralph.yml")
+_BLOCK = ("learning", "mcp_context")
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value else Path.home() / fallback
+
+
+def default_model_dir() -> Path:
+    """Where ``ralph-context model install`` puts the model when no path is configured.
+
+    A per-user cache: the model is the same for every project, so one copy serves them all.
+    """
+    return _xdg("XDG_CACHE_HOME", ".cache") / "ralph-context" / "models" / "all-MiniLM-L6-v2"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerSettings(_Section):
+    """How the MCP server is reached."""
+
+    transport: Literal["stdio", "sse", "http"] = "stdio"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=1, le=65535)
+    auto_start: bool = True
+
+
+class StorageSettings(_Section):
+    """Where and how items are kept."""
+
+    backend: Literal["lancedb", "memory"] = "lancedb"
+    path: Path = Path(".agent/context")
+    max_size_mb: float = Field(default=500.0, gt=0, allow_inf_nan=False)
+    persistence: Literal["session", "project", "global"] = "project"
+    max_content_bytes: int = Field(default=100_000, ge=1)
+    # Brute-force search costs ~2 ms per 1k rows here; past this size an IVF index pays.
+    vector_index_min_rows: int = Field(default=20_000, ge=256)
+    # Every LanceDB write is a table version; compaction restores read speed.
+    optimize_every_writes: int = Field(default=200, ge=1)
+    version_retention_minutes: float = Field(default=5.0, ge=0, allow_inf_nan=False)
+
+
+class EmbeddingsSettings(_Section):
+    """The local embedding model."""
+
+    provider: Literal["local"] = "local"
+    model: str = "all-MiniLM-L6-v2"
+    model_path: Path | None = None
+    cache_embeddings: bool = True
+    cache_size: int = Field(default=10_000, ge=0)
+    # onnxruntime's memory pool grows with batch size; past 32 there is no speed to win.
+    batch_size: int = Field(default=32, ge=1, le=256)
+    threads: int | None = Field(default=None, ge=1)
+    timeout_seconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+
+    def resolved_model_path(self) -> Path:
+        """The configured model directory, or the per-user default."""
+        return self.model_path if self.model_path is not None else default_model_dir()
+
+
+class RetrievalSettings(_Section):
+    """Defaults for a query."""
+
+    max_items_per_query: int = Field(default=10, ge=1, le=50)
+    min_relevance_score: float = Field(default=0.3, ge=0.0, le=1.0, allow_inf_nan=False)
+    context_types: tuple[ContextType, ...] = (
+        ContextType.SKILL,
+        ContextType.ERROR,
+        ContextType.ITERATION,
+    )
+    max_context_tokens: int = Field(default=4000, ge=1)
+
+
+class LifecycleSettings(_Section):
+    """Ages (in iterations) at which an item is summarized, archived, pruned."""
+
+    summarize_after_iterations: int = Field(default=20, ge=1)
+    archive_after_iterations: int = Field(default=50, ge=1)
+    prune_after_iterations: int = Field(default=100, ge=1)
+    prune_min_usefulness: float = Field(default=0.3, ge=0.0, le=1.0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LifecycleSettings:
+        if not (
+            self.summarize_after_iterations
+            < self.archive_after_iterations
+            < self.prune_after_iterations
+        ):
+            raise ValueError(
+                "ages must grow: summarize_after_iterations "
+                f"({self.summarize_after_iterations}) < archive_after_iterations "
+                f"({self.archive_after_iterations}) < prune_after_iterations "
+                f"({self.prune_after_iterations})"
+            )
+        return self
+
+
+class ScoringSettings(_Section):
+    """Weights of the relevance score's four factors; they must sum to 1."""
+
+    semantic_weight: float = Field(default=0.40, ge=0.0, le=1.0, allow_inf_nan=False)
+    recency_weight: float = Field(default=0.25, ge=0.0, le=1.0, allow_inf_nan=False)
+    usefulness_weight: float = Field(default=0.20, ge=0.0, le=1.0, allow_inf_nan=False)
+    type_match_weight: float = Field(default=0.15, ge=0.0, le=1.0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _sums_to_one(self) -> ScoringSettings:
+        total = (
+            self.semantic_weight
+            + self.recency_weight
+            + self.usefulness_weight
+            + self.type_match_weight
+        )
+        # Thresholds like min_relevance_score assume scores in [0, 1].
+        if not math.isclose(total, 1.0, abs_tol=0.01):
+            raise ValueError(f"the four weights must sum to 1.0 (they sum to {total:.3f})")
+        return self
+
+
+Preset = Literal["minimal", "standard", "aggressive"]
+
+# The seed's preset table. Its "aggressive" column asks for OpenAI embeddings; we have no
+# network to reach them, so every preset embeds locally. Archive/prune ages scale with
+# summarize_after so the three stay ordered.
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "minimal": {
+        "storage": {"persistence": "session", "max_size_mb": 100},
+        "retrieval": {"max_items_per_query": 5},
+        "lifecycle": {
+            "summarize_after_iterations": 10,
+            "archive_after_iterations": 25,
+            "prune_after_iterations": 50,
+        },
+    },
+    "standard": {},
+    "aggressive": {
+        "storage": {"persistence": "global", "max_size_mb": 2000},
+        "retrieval": {"max_items_per_query": 25},
+        "lifecycle": {
+            "summarize_after_iterations": 50,
+            "archive_after_iterations": 125,
+            "prune_after_iterations": 250,
+        },
+    },
+}
+
+
+class Settings(BaseSettings):
+    """Everything the engine, server and hook read from configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RALPH_CONTEXT_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    enabled: bool = True
+    preset: Preset = "standard"
+    server: ServerSettings = ServerSettings()
+    storage: StorageSettings = StorageSettings()
+    embeddings: EmbeddingsSettings = EmbeddingsSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
+    lifecycle: LifecycleSettings = LifecycleSettings()
+    scoring: ScoringSettings = ScoringSettings()
+
+    _root: Path = PrivateAttr(default_factory=Path.cwd)
+    _source: Path | None = PrivateAttr(default=None)
+
+    _sections: ClassVar[tuple[str, ...]] = (
+        "server",
+        "storage",
+        "embeddings",
+        "retrieval",
+        "lifecycle",
+        "scoring",
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The file arrives as init kwargs; the environment must beat it.
+        return (env_settings, init_settings)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Settings:
+        """Read settings from a file (or the default lookup), the preset and the environment.
+
+        Args:
+            path: Explicit config file. ``None`` means ``$RALPH_CONTEXT_CONFIG``, then
+                ``./ralph.yaml`` / ``./ralph.yml``, then defaults and env only.
+
+        Raises:
+            ConfigError: The file is missing, unreadable or not YAML, or a value is invalid.
+        """
+        source = _find_config(path)
+        block = _read_block(source) if source is not None else {}
+        preset = os.environ.get("RALPH_CONTEXT_PRESET", block.get("preset", "standard"))
+        if preset not in PRESETS:
+            raise ConfigError(
+                f"{_key('preset')} = {preset!r} is not a preset; "
+                f"allowed: {', '.join(repr(p) for p in PRESETS)}"
+            )
+        merged = _deep_merge(PRESETS[preset], block)
+        try:
+            settings = cls(**merged)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, source)) from None
+        if source is not None:
+            settings._root = source.parent.resolve()
+            settings._source = source
+        return settings
+
+    @property
+    def source(self) -> Path | None:
+        """The file these settings came from, if any."""
+        return self._source
+
+    @property
+    def is_ephemeral(self) -> bool:
+        """True when the store lives only as long as the process (memory or session)."""
+        return self.storage.backend == "memory" or self.storage.persistence == "session"
+
+    def store_path(self) -> Path:
+        """Where the persistent store lives.
+
+        Relative paths resolve against the project root (the config file's folder, else the
+        working directory), or, with ``persistence: global``, against the user's data folder.
+        """
+        path = self.storage.path.expanduser()
+        if path.is_absolute():
+            return path
+        if self.storage.persistence == "global":
+            return _xdg("XDG_DATA_HOME", ".local/share") / "ralph-context" / path
+        return self._root / path
+
+    def with_overrides(self, **sections: dict[str, Any]) -> Settings:
+        """A copy with some section keys replaced, validated like a file would be.
+
+        Raises:
+            ConfigError: An override is invalid.
+        """
+        data = self.model_dump()
+        try:
+            copy = type(self).model_validate(_deep_merge(data, sections))
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, None)) from None
+        copy._root, copy._source = self._root, self._source
+        return copy
+
+
+def _find_config(path: str | Path | None) -> Path | None:
+    if path is not None:
+        explicit = Path(path).expanduser()
+        if not explicit.is_file():
+            raise ConfigError(f"config file {str(explicit)!r} does not exist")
+        return explicit
+    from_env = os.environ.get(CONFIG_ENV)
+    if from_env:
+        env_path = Path(from_env).expanduser()
+        if not env_path.is_file():
+            raise ConfigError(f"{CONFIG_ENV}={from_env!r} names a file that does not exist")
+        return env_path
+    for name in _DEFAULT_FILES:
+        candidate = Path.cwd() / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_block(source: Path) -> dict[str, Any]:
+    try:
+        document = yaml.safe_load(source.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {str(source)!r}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {str(source)!r} is not valid YAML: {exc}") from None
+    node: Any = document if document is not None else {}
+    walked: list[str] = []
+    for name in _BLOCK:
+        if not isinstance(node, dict):
+            raise ConfigError(
+                f"{'.'.join(walked) or 'the document'} in {str(source)!r} must be a mapping, "
+                f"got {type(node).__name__}"
+            )
+        walked.append(name)
+        node = node.get(name, {})
+        if node is None:
+            node = {}
+    if not isinstance(node, dict):
+        raise ConfigError(
+            f"{'.'.join(_BLOCK)} in {str(source)!r} must be a mapping, got {type(node).__name__}"
+        )
+    return node
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _key(*parts: str | int) -> str:
+    return ".".join([*_BLOCK, *(str(p) for p in parts)])
+
+
+def _allowed_keys(loc: tuple[str | int, ...]) -> str:
+    model: type[BaseModel] = Settings
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return ""
+        model = annotation
+    return ", ".join(model.model_fields)
+
+
+def _describe(exc: ValidationError, source: Path | None) -> str:
+    where = f" in {str(source)!r}" if source is not None else ""
+    lines = [f"invalid configuration{where}:"]
+    for error in exc.errors():
+        loc = tuple(error["loc"])
+        key = _key(*loc) if loc else ".".join(_BLOCK)
+        env = "RALPH_CONTEXT_" + "__".join(str(p).upper() for p in loc)
+        if error["type"] == "extra_forbidden":
+            lines.append(
+                f"  {key}: unknown key (value {error['input']!r}); "
+                f"allowed keys here: {_allowed_keys(loc)}"
+            )
+            continue
+        message = error["msg"].removeprefix("Value error, ")
+        lines.append(
+            f"  {key} = {error['input']!r} is invalid: {message} (set in the file or via {env})"
+        )
+    return "\n".join(lines)

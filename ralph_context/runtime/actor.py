@@ -1,0 +1,177 @@
+"""Actor: a task that owns a bounded inbox and answers one request type.
+
+Callers use :meth:`Actor.call`; the reply comes back on a one-shot stream carried in the
+envelope. Deliberate failures (any ``RalphContextError``) travel back as values and re-raise
+in the caller; anything else is a bug or a lost resource and crashes the actor, which its
+``Supervisor`` restarts. A caller never sees the crash itself, only ``ActorUnavailable``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ralph_context.errors import ActorUnavailable, RalphContextError
+from ralph_context.runtime.health import ActorState, Health
+
+__all__ = ["Actor", "Envelope", "PermanentFailure"]
+
+RequestT = TypeVar("RequestT")
+ReplyT = TypeVar("ReplyT")
+
+_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+
+class PermanentFailure(Exception):
+    """Raised by an actor whose resource cannot come back by retrying (e.g. no model files).
+
+    The supervisor marks such an actor ``down`` at once instead of burning its restarts.
+    """
+
+
+@dataclass(frozen=True)
+class _Value(Generic[ReplyT]):
+    value: ReplyT
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    error: RalphContextError
+
+
+@dataclass
+class Envelope(Generic[RequestT, ReplyT]):
+    """A request plus the one-shot stream its answer goes back on."""
+
+    request: RequestT
+    _reply: MemoryObjectSendStream[_Value[ReplyT] | _Refusal]
+
+    def resolve(self, value: ReplyT) -> None:
+        """Answer the caller; a caller that gave up (timeout) is silently skipped."""
+        self._deliver(_Value(value))
+
+    def refuse(self, error: RalphContextError) -> None:
+        """Send a deliberate failure back; it re-raises in the caller."""
+        self._deliver(_Refusal(error))
+
+    def abandon(self) -> None:
+        """Close without an answer: the caller gets ``ActorUnavailable``."""
+        self._reply.close()
+
+    def _deliver(self, outcome: _Value[ReplyT] | _Refusal) -> None:
+        try:
+            self._reply.send_nowait(outcome)
+        except (*_GONE, anyio.WouldBlock):
+            pass
+        finally:
+            self._reply.close()
+
+
+class Actor(ABC, Generic[RequestT, ReplyT]):
+    """Base class: subclasses implement :meth:`handle` (or :meth:`handle_batch`).
+
+    Args:
+        name: Shown in health reports and logs.
+        inbox_size: Bound on queued requests; a full inbox makes callers wait (backpressure).
+        max_batch: How many queued requests one :meth:`handle_batch` call may take at once.
+    """
+
+    def __init__(self, name: str, *, inbox_size: int = 64, max_batch: int = 1) -> None:
+        self.name = name
+        self.max_batch = max_batch
+        self.health = Health(name)
+        self._inbox_send: MemoryObjectSendStream[Envelope[RequestT, ReplyT]]
+        self._inbox_recv: MemoryObjectReceiveStream[Envelope[RequestT, ReplyT]]
+        self._inbox_send, self._inbox_recv = anyio.create_memory_object_stream[
+            Envelope[RequestT, ReplyT]
+        ](inbox_size)
+
+    async def setup(self) -> None:
+        """Acquire resources before serving; raising here counts as a crash."""
+
+    async def teardown(self) -> None:
+        """Release resources after serving or crashing; runs shielded from cancellation."""
+
+    @abstractmethod
+    async def handle(self, request: RequestT) -> ReplyT:
+        """Answer one request. Raise ``RalphContextError`` to refuse it."""
+
+    async def handle_batch(self, batch: Sequence[Envelope[RequestT, ReplyT]]) -> None:
+        """Answer queued requests; override to coalesce work (e.g. one embedding batch)."""
+        for envelope in batch:
+            try:
+                reply = await self.handle(envelope.request)
+            except RalphContextError as error:
+                envelope.refuse(error)
+            else:
+                envelope.resolve(reply)
+
+    async def call(self, request: RequestT, *, timeout: float) -> ReplyT:  # noqa: ASYNC109
+        """Send a request and wait for its answer.
+
+        One deadline bounds both the wait for inbox space and the wait for the answer.
+
+        Raises:
+            RalphContextError: The actor refused the request (re-raised as sent).
+            ActorUnavailable: The actor is down, stopped, crashed on this request, or did not
+                answer within ``timeout`` seconds.
+        """
+        if self.health.state in (ActorState.DOWN, ActorState.STOPPED):
+            raise ActorUnavailable(f"{self.name} is {self.health.state.value}")
+        # buffer=1: the actor answers with send_nowait and must never block on a slow caller.
+        reply_send, reply_recv = anyio.create_memory_object_stream[_Value[ReplyT] | _Refusal](1)
+        try:
+            with reply_recv, anyio.fail_after(timeout):
+                await self._inbox_send.send(Envelope(request, reply_send))
+                outcome = await reply_recv.receive()
+        except TimeoutError as exc:
+            reply_send.close()
+            raise ActorUnavailable(f"{self.name} did not answer within {timeout:g}s") from exc
+        except (anyio.EndOfStream, *_GONE) as exc:
+            reply_send.close()
+            raise ActorUnavailable(
+                f"{self.name} could not serve the request ({self.health.state.value})"
+            ) from exc
+        if isinstance(outcome, _Refusal):
+            raise outcome.error
+        return outcome.value
+
+    # --- used by the Supervisor -------------------------------------------------------------
+
+    async def _serve(self) -> None:
+        """One incarnation: set up, answer until the inbox closes, tear down."""
+        try:
+            await self.setup()
+            self.health.set(ActorState.RUNNING)
+            async for first in self._inbox_recv:
+                batch = [first]
+                while len(batch) < self.max_batch:
+                    try:
+                        batch.append(self._inbox_recv.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                try:
+                    await self.handle_batch(batch)
+                finally:
+                    # Whatever a crash left unanswered fails fast instead of timing out.
+                    for envelope in batch:
+                        envelope.abandon()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.teardown()
+
+    async def _reject_until_closed(self) -> None:
+        """While down: fail every queued and future request at once."""
+        async for envelope in self._inbox_recv:
+            envelope.abandon()
+
+    def _close_inbox(self) -> None:
+        self._inbox_send.close()
+
+    def _close_receiver(self) -> None:
+        self._inbox_recv.close()

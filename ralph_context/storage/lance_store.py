@@ -1,0 +1,368 @@
+"""LanceDB store: blocking calls, run by the storage actor in worker threads.
+
+Layout at ``storage.path``: ``context_items.lance/``, ``iterations.lance/`` and ``store.json``
+(the embedding model id and dimension the vectors were made with). ``memory://`` gives the same
+store without files, for tests and session-only use.
+
+Why the details below:
+- LanceDB's ``_distance`` changes scale once a vector index exists, so similarity is computed
+  here from the returned vectors (all unit length) and thresholds mean the same either way.
+- Every write is a table version and reads slow down as versions pile up, so writes arrive
+  batched from the actor and :meth:`LanceStore.maintain` compacts on a cadence.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+import structlog
+from lancedb.index import FTS, Bitmap, BTree, IvfSq, LabelList
+from lancedb.query import MatchQuery
+
+from ralph_context.embeddings.local import Vectors
+from ralph_context.errors import ModelMismatch, StoreError
+from ralph_context.models import ContextItem, IterationResult
+from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.schema import (
+    ITEMS,
+    ITERATIONS,
+    item_from_row,
+    item_to_row,
+    items_schema,
+    iteration_from_row,
+    iteration_to_row,
+    iterations_schema,
+)
+
+__all__ = ["LanceStore", "MaintenanceReport", "StoreStats"]
+
+log = structlog.get_logger("ralph_context.storage")
+
+META_FILE = "store.json"
+FORMAT_VERSION = 1
+# The dimension of the default model; used when a store is created before any model loads.
+FALLBACK_DIMENSION = 384
+_REINDEX_HINT = "run `ralph-context reindex` to re-embed every item with the configured model"
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """What is in the store and what it costs."""
+
+    items: int
+    by_type: dict[str, int]
+    by_state: dict[str, int]
+    without_vector: int
+    iterations: int
+    latest_iteration: int
+    size_bytes: int
+    table_version: int
+    vector_index: bool
+    model_id: str | None
+    dimension: int
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    """What one maintenance pass did."""
+
+    compacted: bool
+    vector_index_built: bool
+    versions_removed: int = 0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class LanceStore:
+    """The two tables plus the model record. Not thread-safe for writes: one writer at a time.
+
+    Args:
+        location: Store directory, or ``None`` for an in-memory store.
+        model_id: The embedding model now loaded, or ``None`` if none could load.
+        dimension: That model's vector size (ignored when ``model_id`` is ``None``).
+        vector_index_min_rows: Build an IVF index once the table has this many vectors.
+        version_retention: How long old table versions are kept by compaction.
+    """
+
+    def __init__(
+        self,
+        location: Path | None,
+        *,
+        model_id: str | None,
+        dimension: int | None,
+        vector_index_min_rows: int = 20_000,
+        version_retention: timedelta = timedelta(minutes=5),
+    ) -> None:
+        self.location = location
+        self.vector_index_min_rows = vector_index_min_rows
+        self.version_retention = version_retention
+        self.model_id, self.dimension = self._reconcile_model(model_id, dimension)
+        uri = str(location) if location is not None else f"memory://ralph-context-{id(self)}"
+        self._db = lancedb.connect(uri)
+        self.items = self._open_items()
+        self.iterations = self._db.create_table(
+            ITERATIONS, schema=iterations_schema(), exist_ok=True
+        )
+
+    # --- model record ----------------------------------------------------------------------
+
+    def _reconcile_model(
+        self, model_id: str | None, dimension: int | None
+    ) -> tuple[str | None, int]:
+        recorded = self._read_meta()
+        if recorded is None:
+            chosen = (model_id, dimension or FALLBACK_DIMENSION)
+            if model_id is not None:
+                self._write_meta(model_id, chosen[1])
+            return chosen
+        stored_id, stored_dim = recorded.get("model_id"), int(recorded.get("dimension", 0))
+        if model_id is None:
+            return (stored_id if isinstance(stored_id, str) else None), stored_dim
+        if stored_id is None:
+            if dimension != stored_dim:
+                raise ModelMismatch(
+                    f"the store at {self.location} holds {stored_dim}-d vectors but model "
+                    f"{model_id!r} makes {dimension}-d ones; {_REINDEX_HINT}"
+                )
+            self._write_meta(model_id, stored_dim)
+            return model_id, stored_dim
+        if stored_id != model_id or stored_dim != dimension:
+            raise ModelMismatch(
+                f"the store at {self.location} was built with {stored_id!r} ({stored_dim}-d) "
+                f"but the configured model is {model_id!r} ({dimension}-d); {_REINDEX_HINT}"
+            )
+        return model_id, stored_dim
+
+    def _read_meta(self) -> dict[str, Any] | None:
+        if self.location is None:
+            return None
+        path = self.location / META_FILE
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{path} is unreadable ({exc}); the store's model is unknown") from exc
+        if not isinstance(loaded, dict):
+            raise StoreError(f"{path} is not a JSON object")
+        return loaded
+
+    def _write_meta(self, model_id: str, dimension: int) -> None:
+        if self.location is None:
+            return
+        self.location.mkdir(parents=True, exist_ok=True)
+        record = {"format": FORMAT_VERSION, "model_id": model_id, "dimension": dimension}
+        temporary = self.location / f".{META_FILE}.tmp"
+        temporary.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        temporary.replace(self.location / META_FILE)
+
+    # --- tables ----------------------------------------------------------------------------
+
+    def _open_items(self) -> Any:
+        schema = items_schema(self.dimension)
+        existing = ITEMS in self._db.list_tables().tables
+        table = self._db.create_table(ITEMS, schema=schema, exist_ok=True)
+        stored = table.schema.field("vector").type
+        if stored.list_size != self.dimension:
+            raise ModelMismatch(
+                f"the store's vectors are {stored.list_size}-d but the model makes "
+                f"{self.dimension}-d ones; {_REINDEX_HINT}"
+            )
+        if not existing:
+            table.create_index("id", config=BTree())
+            table.create_index("content_type", config=Bitmap())
+            table.create_index("state", config=Bitmap())
+            table.create_index("tags", config=LabelList())
+            table.create_index("content", config=FTS())
+        return table
+
+    def add_items(self, pairs: Sequence[tuple[ContextItem, Vectors | None]]) -> None:
+        """Append items in one write (one table version)."""
+        if pairs:
+            rows = [item_to_row(item, vector) for item, vector in pairs]
+            self.items.add(pa.Table.from_pylist(rows, schema=self.items.schema))
+
+    def get_items(self, ids: Sequence[str]) -> list[ContextItem]:
+        """Items by id, in the order given; unknown ids are skipped."""
+        if not ids:
+            return []
+        where = ItemFilter(ids=tuple(ids)).to_sql()
+        rows = self.items.search().where(where).limit(len(ids)).to_arrow().to_pylist()
+        by_id = {row["id"]: item_from_row(row) for row in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def list_items(self, where: ItemFilter, limit: int) -> list[ContextItem]:
+        """Items matching a filter, unordered, at most ``limit``."""
+        query = self.items.search()
+        sql = where.to_sql()
+        if sql:
+            query = query.where(sql)
+        return [item_from_row(r) for r in query.limit(limit).to_arrow().to_pylist()]
+
+    def vector_search(
+        self, query: Vectors, limit: int, where: ItemFilter
+    ) -> list[tuple[ContextItem, float, Vectors]]:
+        """Nearest items by cosine similarity, best first, with their vectors."""
+        sql = ItemFilter(**{**where.__dict__, "has_vector": True}).to_sql()
+        search = self.items.search(query.astype(np.float32), vector_column_name="vector")
+        search = search.distance_type("cosine").limit(limit).where(sql, prefilter=True)
+        if self.has_vector_index():
+            search = search.nprobes(self._nprobes()).refine_factor(4)
+        table = search.to_arrow()
+        if table.num_rows == 0:
+            return []
+        vectors = np.asarray(table.column("vector").to_pylist(), dtype=np.float32)
+        similarity = vectors @ query.astype(np.float32)
+        rows = table.drop_columns(["vector", "_distance"]).to_pylist()
+        ranked = sorted(zip(rows, similarity.tolist(), vectors, strict=True), key=lambda r: -r[1])
+        return [(item_from_row(row), float(sim), vec) for row, sim, vec in ranked]
+
+    def text_search(
+        self, text: str, limit: int, where: ItemFilter
+    ) -> list[tuple[ContextItem, float]]:
+        """Full-text (BM25) matches, best first, with their raw scores."""
+        # MatchQuery is a pydantic dataclass whose defaults mypy cannot see.
+        match = MatchQuery(text, "content")  # type: ignore[call-arg]
+        search = self.items.search(match, query_type="fts").limit(limit)
+        sql = where.to_sql()
+        if sql:
+            search = search.where(sql, prefilter=True)
+        table = search.to_arrow()
+        keep = [name for name in table.column_names if name not in ("vector",)]
+        rows = table.select(keep).to_pylist()
+        return [(item_from_row(row), float(row["_score"])) for row in rows]
+
+    def record_access(self, counts: dict[str, int], when: datetime) -> None:
+        """Add pending access counts in one write."""
+        current = self.get_items(list(counts))
+        if not current:
+            return
+        update = pa.table(
+            {
+                "id": [item.id for item in current],
+                "access_count": [item.access_count + counts[item.id] for item in current],
+                "last_accessed": pa.array([when] * len(current), type=pa.timestamp("us", tz="UTC")),
+            }
+        )
+        self.items.merge_insert("id").when_matched_update_all().execute(update)
+
+    def delete_items(self, ids: Iterable[str]) -> int:
+        """Delete by id; returns how many existed."""
+        targets = tuple(ids)
+        if not targets:
+            return 0
+        where = ItemFilter(ids=targets).to_sql()
+        before = self.items.count_rows(where)
+        self.items.delete(where)
+        return int(before)
+
+    # --- iterations ------------------------------------------------------------------------
+
+    def add_iteration(self, result: IterationResult) -> None:
+        """Append one iteration's result."""
+        self.iterations.add([iteration_to_row(result)])
+
+    def recent_iterations(self, last_n: int) -> list[IterationResult]:
+        """The ``last_n`` most recent iterations, newest first."""
+        rows = self.iterations.to_arrow().to_pylist()
+        rows.sort(key=lambda r: (r["iteration"], r["created_at"]), reverse=True)
+        return [iteration_from_row(r) for r in rows[:last_n]]
+
+    def latest_iteration(self) -> int:
+        """The highest iteration number seen in either table (the lifecycle clock)."""
+        latest = 0
+        for table, column in ((self.iterations, "iteration"), (self.items, "created_iteration")):
+            if table.count_rows():
+                values = table.search().select([column]).limit(None).to_arrow().column(column)
+                latest = max(latest, int(pa.compute.max(values).as_py() or 0))
+        return latest
+
+    # --- housekeeping ----------------------------------------------------------------------
+
+    def has_vector_index(self) -> bool:
+        return any(index.columns == ["vector"] for index in self.items.list_indices())
+
+    def _nprobes(self) -> int:
+        # ~10% of partitions keeps recall near brute force at these sizes; see benchmarks.
+        partitions = self._partitions(self.items.count_rows())
+        return max(8, partitions // 10)
+
+    @staticmethod
+    def _partitions(rows: int) -> int:
+        return max(1, int(math.sqrt(rows)))
+
+    def maintain(self) -> MaintenanceReport:
+        """Compact files, fold new rows into the indexes, drop old versions, and build the
+        vector index once the table is large enough."""
+        built = False
+        vectors = self.items.count_rows("vector IS NOT NULL")
+        if vectors >= self.vector_index_min_rows and not self.has_vector_index():
+            self.items.create_index(
+                "vector",
+                config=IvfSq(distance_type="cosine", num_partitions=self._partitions(vectors)),
+            )
+            built = True
+        before = len(self.items.list_versions())
+        for table in (self.items, self.iterations):
+            table.optimize(cleanup_older_than=self.version_retention)
+        removed = max(0, before - len(self.items.list_versions()))
+        log.info("store_maintained", vector_index_built=built, versions_removed=removed)
+        return MaintenanceReport(compacted=True, vector_index_built=built, versions_removed=removed)
+
+    def size_bytes(self) -> int:
+        """Bytes on disk (every version), or the in-memory table size."""
+        if self.location is None:
+            return sum(_total_bytes(table) for table in (self.items, self.iterations))
+        total = 0
+        for root, _dirs, files in os.walk(self.location):
+            for name in files:
+                try:
+                    total += (Path(root) / name).stat().st_size
+                except OSError:
+                    continue
+        return total
+
+    def stats(self) -> StoreStats:
+        """Counts by type and state, size, version and index facts."""
+        columns = self.items.search().select(["content_type", "state"]).limit(None).to_arrow()
+        by_type = _counts(columns.column("content_type").to_pylist())
+        by_state = _counts(columns.column("state").to_pylist())
+        return StoreStats(
+            items=columns.num_rows,
+            by_type=by_type,
+            by_state=by_state,
+            without_vector=int(self.items.count_rows("vector IS NULL")),
+            iterations=int(self.iterations.count_rows()),
+            latest_iteration=self.latest_iteration(),
+            size_bytes=self.size_bytes(),
+            table_version=int(self.items.version),
+            vector_index=self.has_vector_index(),
+            model_id=self.model_id,
+            dimension=self.dimension,
+        )
+
+    def all_ids(self) -> list[str]:
+        """Every item id (for re-embedding and audits)."""
+        ids = self.items.search().select(["id"]).limit(None).to_arrow().column("id")
+        return [str(v) for v in ids.to_pylist()]
+
+
+def _total_bytes(table: Any) -> int:
+    stats: Any = table.stats()  # a dict at run time, typed as a class
+    return int(stats["total_bytes"])
+
+
+def _counts(values: Iterable[object]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[str(value)] = counts.get(str(value), 0) + 1
+    return counts

@@ -1,0 +1,130 @@
+"""Arrow schemas of the two tables, and conversion between rows and domain objects."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ralph_context.embeddings.local import Vectors
+from ralph_context.models import ContextItem, ContextState, ContextType, IterationResult
+
+__all__ = [
+    "ITEMS",
+    "ITERATIONS",
+    "item_from_row",
+    "item_to_row",
+    "items_schema",
+    "iteration_from_row",
+    "iteration_to_row",
+    "iterations_schema",
+]
+
+ITEMS = "context_items"
+ITERATIONS = "iterations"
+
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def items_schema(dimension: int) -> pa.Schema:
+    """``context_items``: every scalar field of ``ContextItem`` plus its (nullable) vector.
+
+    A null vector marks an item stored while the embedding model was unavailable; the text
+    tier still finds it.
+    """
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("content", pa.string(), nullable=False),
+            pa.field("content_type", pa.string(), nullable=False),
+            pa.field("state", pa.string(), nullable=False),
+            pa.field("created_at", _TS, nullable=False),
+            pa.field("created_iteration", pa.int64(), nullable=False),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("tags", pa.list_(pa.string()), nullable=False),
+            pa.field("metadata", pa.string(), nullable=False),  # JSON object
+            pa.field("usefulness_score", pa.float64(), nullable=False),
+            pa.field("access_count", pa.int64(), nullable=False),
+            pa.field("last_accessed", _TS, nullable=True),
+            pa.field("summary", pa.string(), nullable=True),
+            pa.field("original_length", pa.int64(), nullable=True),
+            pa.field("vector", pa.list_(pa.float32(), dimension), nullable=True),
+        ]
+    )
+
+
+def iterations_schema() -> pa.Schema:
+    """``iterations``: one row per reported ``IterationResult``."""
+    return pa.schema(
+        [
+            pa.field("iteration", pa.int64(), nullable=False),
+            pa.field("success", pa.bool_(), nullable=False),
+            pa.field("summary", pa.string(), nullable=False),
+            pa.field("duration_ms", pa.int64(), nullable=False),
+            pa.field("tokens_used", pa.int64(), nullable=False),
+            pa.field("cost", pa.float64(), nullable=False),
+            pa.field("tool_calls", pa.list_(pa.string()), nullable=False),
+            pa.field("artifacts", pa.list_(pa.string()), nullable=False),
+            pa.field("error", pa.string(), nullable=True),
+            pa.field("created_at", _TS, nullable=False),
+        ]
+    )
+
+
+def item_to_row(item: ContextItem, vector: Vectors | None) -> dict[str, Any]:
+    """One ``context_items`` row."""
+    row = item.model_dump(mode="python", exclude={"tags", "metadata"})
+    row["content_type"] = item.content_type.value
+    row["state"] = item.state.value
+    row["tags"] = list(item.tags)
+    row["metadata"] = json.dumps(item.metadata, ensure_ascii=False, allow_nan=False)
+    row["vector"] = None if vector is None else vector.astype(np.float32).tolist()
+    return row
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def item_from_row(row: Mapping[str, Any]) -> ContextItem:
+    """Rebuild the domain object; extra columns (vector, scores) are ignored."""
+    created_at = _utc(row["created_at"])
+    assert created_at is not None
+    return ContextItem(
+        id=row["id"],
+        content=row["content"],
+        content_type=ContextType(row["content_type"]),
+        state=ContextState(row["state"]),
+        created_at=created_at,
+        created_iteration=row["created_iteration"],
+        source=row["source"],
+        tags=tuple(row["tags"] or ()),
+        metadata=json.loads(row["metadata"]),
+        usefulness_score=row["usefulness_score"],
+        access_count=row["access_count"],
+        last_accessed=_utc(row["last_accessed"]),
+        summary=row["summary"],
+        original_length=row["original_length"],
+    )
+
+
+def iteration_to_row(result: IterationResult) -> dict[str, Any]:
+    """One ``iterations`` row."""
+    row = result.model_dump(mode="python")
+    row["tool_calls"] = list(result.tool_calls)
+    row["artifacts"] = list(result.artifacts)
+    return row
+
+
+def iteration_from_row(row: Mapping[str, Any]) -> IterationResult:
+    """Rebuild an ``IterationResult``."""
+    return IterationResult.model_validate(
+        {**row, "created_at": _utc(row["created_at"]), "tool_calls": tuple(row["tool_calls"])}
+        | {"artifacts": tuple(row["artifacts"])}
+    )

@@ -1,0 +1,165 @@
+"""Checks every adapter's input passes through before the engine touches the store.
+
+Each check raises a specific ``InvalidInput`` subclass whose message says which argument was
+wrong, what it was, and what is allowed, so adapters can show it to a person unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+from collections.abc import Iterable, Mapping
+
+from ralph_context.errors import (
+    ContentTooLarge,
+    EmptyContent,
+    InvalidEncoding,
+    InvalidInput,
+    InvalidMetadata,
+    InvalidScore,
+    InvalidTags,
+    UnknownContextType,
+)
+from ralph_context.models import ContextType, JsonValue
+
+__all__ = [
+    "MAX_TAGS",
+    "MAX_TAG_LENGTH",
+    "check_content",
+    "check_context_type",
+    "check_context_types",
+    "check_metadata",
+    "check_positive_int",
+    "check_score",
+    "check_tags",
+]
+
+MAX_TAGS = 64
+MAX_TAG_LENGTH = 200
+_ALLOWED_TYPES = ", ".join(t.value for t in ContextType)
+
+
+def check_content(content: object, *, max_bytes: int, name: str = "content") -> str:
+    """Text we are willing to store: UTF-8, not blank, at most ``max_bytes`` bytes."""
+    if isinstance(content, bytes | bytearray):
+        try:
+            content = bytes(content).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidEncoding(
+                f"{name} is not valid UTF-8 (byte {exc.start} is {content[exc.start]:#04x}); "
+                "send text, not binary data"
+            ) from None
+    if not isinstance(content, str):
+        raise InvalidInput(f"{name} must be text, got {type(content).__name__}")
+    try:
+        size = len(content.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidEncoding(
+            f"{name} contains a character that is not valid Unicode text "
+            f"(at position {exc.start}: {content[exc.start]!r})"
+        ) from None
+    if not content.strip():
+        raise EmptyContent(f"{name} is empty or only whitespace; there is nothing to remember")
+    if size > max_bytes:
+        raise ContentTooLarge(
+            f"{name} is {size:,} bytes; the limit is {max_bytes:,} bytes "
+            "(storage.max_content_bytes); store a summary or split it"
+        )
+    return content
+
+
+def check_context_type(value: object, *, name: str = "context_type") -> ContextType:
+    """One of task, iteration, skill, file, output, error (case-insensitive)."""
+    if isinstance(value, ContextType):
+        return value
+    if isinstance(value, str):
+        try:
+            return ContextType(value.strip().lower())
+        except ValueError:
+            pass
+    raise UnknownContextType(f"{name} {value!r} is not a context type; allowed: {_ALLOWED_TYPES}")
+
+
+def check_context_types(values: Iterable[object] | None) -> tuple[ContextType, ...]:
+    """A list of context types, deduplicated, order kept; ``None`` means all types."""
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        raise UnknownContextType(
+            f"context_types must be a list such as [{_ALLOWED_TYPES.split(', ')[0]!r}], "
+            f"got the string {values!r}"
+        )
+    checked = [check_context_type(v, name="context_types entry") for v in values]
+    return tuple(dict.fromkeys(checked))
+
+
+def check_tags(tags: object) -> tuple[str, ...]:
+    """A list of non-empty printable strings; stored and matched literally."""
+    if tags is None:
+        return ()
+    if isinstance(tags, str) or not isinstance(tags, Iterable):
+        raise InvalidTags(f"tags must be a list of strings, got {type(tags).__name__} {tags!r}")
+    result: list[str] = []
+    for position, tag in enumerate(tags):
+        if not isinstance(tag, str):
+            raise InvalidTags(
+                f"tags[{position}] is {type(tag).__name__} {tag!r}; every tag must be a string"
+            )
+        cleaned = tag.strip()
+        if not cleaned:
+            raise InvalidTags(f"tags[{position}] is empty; remove it or give it a name")
+        if len(cleaned) > MAX_TAG_LENGTH:
+            raise InvalidTags(
+                f"tags[{position}] is {len(cleaned)} characters; the limit is {MAX_TAG_LENGTH}"
+            )
+        if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in cleaned):
+            raise InvalidTags(
+                f"tags[{position}] {cleaned!r} contains a control or invalid character"
+            )
+        result.append(cleaned)
+    if len(result) > MAX_TAGS:
+        raise InvalidTags(f"{len(result)} tags given; at most {MAX_TAGS} are allowed")
+    return tuple(dict.fromkeys(result))
+
+
+def check_score(value: object, *, name: str, low: float = 0.0, high: float = 1.0) -> float:
+    """A finite number within ``[low, high]``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidScore(f"{name} must be a number between {low:g} and {high:g}, got {value!r}")
+    number = float(value)
+    if math.isnan(number) or math.isinf(number):
+        raise InvalidScore(f"{name} is {number}; it must be a finite number in [{low:g}, {high:g}]")
+    if not low <= number <= high:
+        raise InvalidScore(f"{name} is {number:g}; it must be between {low:g} and {high:g}")
+    return number
+
+
+def check_positive_int(value: object, *, name: str, low: int = 1, high: int | None = None) -> int:
+    """An integer within ``[low, high]``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{name} must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        allowed = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise InvalidInput(f"{name} is {value}; it must be {allowed}")
+    return value
+
+
+def check_metadata(metadata: object) -> dict[str, JsonValue]:
+    """A JSON object whose numbers are finite (NaN/inf cannot round-trip through JSON)."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidMetadata(f"metadata must be an object/dict, got {type(metadata).__name__}")
+    for key in metadata:
+        if not isinstance(key, str):
+            raise InvalidMetadata(f"metadata keys must be strings, got {key!r}")
+    try:
+        text = json.dumps(dict(metadata), allow_nan=False, ensure_ascii=False)
+        text.encode("utf-8")
+    except ValueError as exc:
+        raise InvalidMetadata(f"metadata must hold finite numbers and text only: {exc}") from None
+    except TypeError as exc:
+        raise InvalidMetadata(f"metadata must be JSON-serialisable: {exc}") from None
+    loaded: dict[str, JsonValue] = json.loads(text)
+    return loaded
