@@ -371,6 +371,17 @@ class Engine:
         model = self._embedding.model_id if self._embedding is not None else None
         return EngineHealth(actors=actors, tier=tier, model_id=model, store=location)
 
+    @property
+    def supervisor(self) -> Supervisor:
+        """The running supervisor (for health tooling and fault-injection tests).
+
+        Raises:
+            ActorUnavailable: The engine is not started.
+        """
+        if self._supervisor is None:
+            raise ActorUnavailable("the engine is not started (use `async with Engine(...)`)")
+        return self._supervisor
+
     # --- internals --------------------------------------------------------------------------
 
     @property

@@ -1,1 +1,43 @@
+"""Shared fixtures: the real embedding model (loaded once) and engine settings on tmp dirs."""
+
 from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ralph_context.config import Settings
+from ralph_context.embeddings.install import read_manifest
+from ralph_context.embeddings.local import LocalEmbedder, load_embedder
+from tests.helpers import Loader, SettingsFactory
+
+
+@pytest.fixture(scope="session")
+def embedder() -> LocalEmbedder:
+    """The real all-MiniLM-L6-v2 model, from the directory `ralph-context model install` built."""
+    settings = Settings.load(None).embeddings
+    path = settings.resolved_model_path()
+    if read_manifest(path) is None:
+        pytest.fail(
+            f"no embedding model at {path}: run `ralph-context model install` "
+            "(the README's test command does)"
+        )
+    return load_embedder(settings)
+
+
+@pytest.fixture
+def shared_model(embedder: LocalEmbedder) -> Loader:
+    """A model loader handing every engine the already-loaded real model (saves ~0.5 s each)."""
+    return lambda _settings: embedder
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path) -> SettingsFactory:
+    """Settings with the store in a fresh tmp dir; keyword args override sections."""
+
+    def build(**sections: dict[str, object]) -> Settings:
+        storage = {"backend": "lancedb", "persistence": "project", "path": str(tmp_path / "store")}
+        storage.update(sections.pop("storage", {}))  # type: ignore[arg-type]
+        return Settings.load(None).with_overrides(storage=storage, **sections)
+
+    return build

@@ -104,6 +104,17 @@ class Supervisor:
             await actor.health.wait_for(*_SETTLED)
         return actor.health.snapshot()
 
+    async def stop_actor(self, name: str) -> HealthSnapshot:
+        """Stop one actor (its queued requests are still answered); siblings keep serving.
+
+        Raises:
+            KeyError: No actor has that name.
+        """
+        actor = self._actors[name]
+        actor._close_inbox()
+        await actor.health.wait_for(*_FINISHED)
+        return actor.health.snapshot()
+
     async def _supervise(self, actor: Actor[Any, Any]) -> None:
         health = actor.health
         quick_crashes = 0

@@ -25,6 +25,7 @@ from typing import Any
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import structlog
 from lancedb.index import FTS, Bitmap, BTree, IvfSq, LabelList
 from lancedb.query import MatchQuery
@@ -52,6 +53,14 @@ META_FILE = "store.json"
 FORMAT_VERSION = 1
 # The dimension of the default model; used when a store is created before any model loads.
 FALLBACK_DIMENSION = 384
+# Filters on type/state/tags/id and the text tier; built when missing (new or rewritten table).
+_SCALAR_INDEXES = (
+    ("id", BTree()),
+    ("content_type", Bitmap()),
+    ("state", Bitmap()),
+    ("tags", LabelList()),
+    ("content", FTS()),
+)
 _REINDEX_HINT = "run `ralph-context reindex` to re-embed every item with the configured model"
 
 
@@ -108,6 +117,7 @@ class LanceStore:
         self.model_id, self.dimension = self._reconcile_model(model_id, dimension)
         uri = str(location) if location is not None else f"memory://ralph-context-{id(self)}"
         self._db = lancedb.connect(uri)
+        self._vector_index = False
         self.items = self._open_items()
         self.iterations = self._db.create_table(
             ITERATIONS, schema=iterations_schema(), exist_ok=True
@@ -168,21 +178,17 @@ class LanceStore:
     # --- tables ----------------------------------------------------------------------------
 
     def _open_items(self) -> Any:
-        schema = items_schema(self.dimension)
-        existing = ITEMS in self._db.list_tables().tables
-        table = self._db.create_table(ITEMS, schema=schema, exist_ok=True)
+        table = self._db.create_table(ITEMS, schema=items_schema(self.dimension), exist_ok=True)
         stored = table.schema.field("vector").type
         if stored.list_size != self.dimension:
             raise ModelMismatch(
                 f"the store's vectors are {stored.list_size}-d but the model makes "
                 f"{self.dimension}-d ones; {_REINDEX_HINT}"
             )
-        if not existing:
-            table.create_index("id", config=BTree())
-            table.create_index("content_type", config=Bitmap())
-            table.create_index("state", config=Bitmap())
-            table.create_index("tags", config=LabelList())
-            table.create_index("content", config=FTS())
+        indexed = {tuple(index.columns) for index in table.list_indices()}
+        for column, config in _SCALAR_INDEXES:
+            if (column,) not in indexed:
+                table.create_index(column, config=config)
         return table
 
     def add_items(self, pairs: Sequence[tuple[ContextItem, Vectors | None]]) -> None:
@@ -212,19 +218,27 @@ class LanceStore:
         self, query: Vectors, limit: int, where: ItemFilter
     ) -> list[tuple[ContextItem, float, Vectors]]:
         """Nearest items by cosine similarity, best first, with their vectors."""
-        sql = ItemFilter(**{**where.__dict__, "has_vector": True}).to_sql()
         search = self.items.search(query.astype(np.float32), vector_column_name="vector")
-        search = search.distance_type("cosine").limit(limit).where(sql, prefilter=True)
+        search = search.distance_type("cosine").limit(limit)
+        sql = where.to_sql()
+        if sql:
+            search = search.where(sql, prefilter=True)
         if self.has_vector_index():
             search = search.nprobes(self._nprobes()).refine_factor(4)
+        # Rows without a vector never reach the vector search, so no IS NOT NULL filter
+        # (it costs ~2 ms a query); the null check below is only a guard.
         table = search.to_arrow()
-        if table.num_rows == 0:
-            return []
-        vectors = np.asarray(table.column("vector").to_pylist(), dtype=np.float32)
+        vectors_column = table.column("vector")
+        if table.num_rows == 0 or vectors_column.null_count:
+            table = table.filter(pc.is_valid(vectors_column))
+            if table.num_rows == 0:
+                return []
+        flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        vectors = flat.astype(np.float32, copy=False).reshape(table.num_rows, self.dimension)
         similarity = vectors @ query.astype(np.float32)
         rows = table.drop_columns(["vector", "_distance"]).to_pylist()
-        ranked = sorted(zip(rows, similarity.tolist(), vectors, strict=True), key=lambda r: -r[1])
-        return [(item_from_row(row), float(sim), vec) for row, sim, vec in ranked]
+        order = np.argsort(-similarity, kind="stable")
+        return [(item_from_row(rows[i]), float(similarity[i]), vectors[i]) for i in order.tolist()]
 
     def text_search(
         self, text: str, limit: int, where: ItemFilter
@@ -283,18 +297,23 @@ class LanceStore:
         for table, column in ((self.iterations, "iteration"), (self.items, "created_iteration")):
             if table.count_rows():
                 values = table.search().select([column]).limit(None).to_arrow().column(column)
-                latest = max(latest, int(pa.compute.max(values).as_py() or 0))
+                latest = max(latest, int(pc.max(values).as_py() or 0))
         return latest
 
     # --- housekeeping ----------------------------------------------------------------------
 
     def has_vector_index(self) -> bool:
-        return any(index.columns == ["vector"] for index in self.items.list_indices())
+        """True once an IVF index covers the vector column (cached; indexes are never
+        dropped except by a rewrite, which reopens the store)."""
+        if not self._vector_index:
+            self._vector_index = any(
+                index.columns == ["vector"] for index in self.items.list_indices()
+            )
+        return self._vector_index
 
     def _nprobes(self) -> int:
         # ~10% of partitions keeps recall near brute force at these sizes; see benchmarks.
-        partitions = self._partitions(self.items.count_rows())
-        return max(8, partitions // 10)
+        return max(8, self._partitions(self.items.count_rows()) // 10)
 
     @staticmethod
     def _partitions(rows: int) -> int:

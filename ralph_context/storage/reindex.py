@@ -1,0 +1,60 @@
+"""Re-embed every stored item with the configured model (``ralph-context reindex``).
+
+Needed when the store was built with another model or dimension. Runs offline against the
+store directory with no engine running; the rewrite is one overwrite of the items table, so an
+interruption leaves the previous version intact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from ralph_context.embeddings.local import LocalEmbedder
+from ralph_context.errors import StoreError
+from ralph_context.storage.lance_store import LanceStore
+from ralph_context.storage.schema import ITEMS, items_schema
+
+__all__ = ["reindex_store"]
+
+Progress = Callable[[int, int], None]
+
+
+def reindex_store(
+    location: Path,
+    embedder: LocalEmbedder,
+    *,
+    batch_size: int = 32,
+    progress: Progress | None = None,
+) -> int:
+    """Re-embed all items at ``location`` with ``embedder``; returns how many were embedded.
+
+    Raises:
+        StoreError: There is no store at ``location``.
+    """
+    db = lancedb.connect(str(location))
+    if ITEMS not in db.list_tables().tables:
+        raise StoreError(f"no store at {location} (no {ITEMS} table)")
+    old = db.open_table(ITEMS).to_arrow().drop_columns(["vector"])
+    contents = old.column("content").to_pylist()
+    order = sorted(range(len(contents)), key=lambda i: len(contents[i]))
+    vectors = np.zeros((len(contents), embedder.dimension), dtype=np.float32)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        vectors[chunk] = embedder.embed([contents[i] for i in chunk], batch_size)
+        if progress is not None:
+            progress(min(start + batch_size, len(order)), len(order))
+    schema = items_schema(embedder.dimension)
+    column = pa.FixedSizeListArray.from_arrays(
+        pa.array(vectors.reshape(-1), type=pa.float32()), embedder.dimension
+    )
+    table = old.append_column(schema.field("vector"), column).select(schema.names).cast(schema)
+    db.create_table(ITEMS, data=table, mode="overwrite")
+    # Overwriting dropped the indexes and model record; reopening rebuilds both.
+    (location / "store.json").unlink(missing_ok=True)
+    LanceStore(location, model_id=embedder.model_id, dimension=embedder.dimension)
+    return len(contents)

@@ -1,0 +1,187 @@
+"""Settings: file lookup, env precedence, presets, and errors that name key, value and choices."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ralph_context.config import Settings
+from ralph_context.errors import ConfigError
+from ralph_context.models import ContextType
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_match_the_seed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.load(None)
+    assert settings.server.transport == "stdio"
+    assert settings.server.port == 8765
+    assert settings.storage.backend == "lancedb"
+    assert settings.storage.max_size_mb == 500
+    assert settings.retrieval.max_items_per_query == 10
+    assert settings.retrieval.min_relevance_score == 0.3
+    assert settings.retrieval.context_types == (
+        ContextType.SKILL,
+        ContextType.ERROR,
+        ContextType.ITERATION,
+    )
+    assert settings.lifecycle.prune_after_iterations == 100
+    assert settings.scoring.semantic_weight == 0.4
+    assert settings.store_path() == tmp_path / ".agent/context"
+
+
+def test_the_repository_example_loads_and_documents_every_key() -> None:
+    settings = Settings.load(REPO / "ralph.yaml")
+    text = (REPO / "ralph.yaml").read_text(encoding="utf-8")
+    for section in Settings._sections:
+        for key in getattr(settings, section).model_dump():
+            assert f"{key}:" in text, f"ralph.yaml does not document {section}.{key}"
+    assert "preset:" in text
+
+
+def test_file_in_working_directory_is_found_and_paths_resolve_next_to_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    write(
+        tmp_path / "ralph.yml",
+        "learning:\n  mcp_context:\n    storage:\n      path: mem/ctx\n",
+    )
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.load(None)
+    assert settings.source == tmp_path / "ralph.yml"
+    assert settings.store_path() == tmp_path / "mem/ctx"
+
+
+def test_environment_beats_the_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "c.yaml",
+        "learning:\n  mcp_context:\n    retrieval:\n      max_items_per_query: 7\n"
+        "      min_relevance_score: 0.5\n",
+    )
+    monkeypatch.setenv("RALPH_CONTEXT_RETRIEVAL__MAX_ITEMS_PER_QUERY", "12")
+    settings = Settings.load(config)
+    assert settings.retrieval.max_items_per_query == 12
+    assert settings.retrieval.min_relevance_score == 0.5
+
+
+def test_config_path_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "x.yaml", "learning:\n  mcp_context:\n    server:\n      port: 9000\n"
+    )
+    monkeypatch.setenv("RALPH_CONTEXT_CONFIG", str(config))
+    assert Settings.load(None).server.port == 9000
+
+
+@pytest.mark.parametrize(
+    ("preset", "persistence", "size", "items", "summarize"),
+    [
+        ("minimal", "session", 100, 5, 10),
+        ("standard", "project", 500, 10, 20),
+        ("aggressive", "global", 2000, 25, 50),
+    ],
+)
+def test_presets_follow_the_seed_table(
+    tmp_path: Path, preset: str, persistence: str, size: int, items: int, summarize: int
+) -> None:
+    config = write(tmp_path / "p.yaml", f"learning:\n  mcp_context:\n    preset: {preset}\n")
+    settings = Settings.load(config)
+    assert settings.storage.persistence == persistence
+    assert settings.storage.max_size_mb == size
+    assert settings.retrieval.max_items_per_query == items
+    assert settings.lifecycle.summarize_after_iterations == summarize
+    assert (
+        settings.lifecycle.summarize_after_iterations
+        < settings.lifecycle.archive_after_iterations
+        < settings.lifecycle.prune_after_iterations
+    )
+
+
+def test_explicit_keys_beat_the_preset(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "p.yaml",
+        "learning:\n  mcp_context:\n    preset: minimal\n    retrieval:\n"
+        "      max_items_per_query: 9\n",
+    )
+    settings = Settings.load(config)
+    assert settings.retrieval.max_items_per_query == 9
+    assert settings.storage.persistence == "session"
+    assert settings.is_ephemeral
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "expected"),
+    [
+        (
+            "storage:\n      backend: postgres\n",
+            ["learning.mcp_context.storage.backend", "'postgres'", "'lancedb' or 'memory'"],
+        ),
+        (
+            "server:\n      port: 70000\n",
+            ["learning.mcp_context.server.port", "70000", "less than or equal to 65535"],
+        ),
+        (
+            "retrieval:\n      context_types: [skill, memo]\n",
+            ["learning.mcp_context.retrieval.context_types.1", "'memo'", "'task'"],
+        ),
+        (
+            "storage:\n      bogus: 1\n",
+            ["learning.mcp_context.storage.bogus", "unknown key", "allowed keys here: backend"],
+        ),
+        (
+            "scoring:\n      semantic_weight: 0.9\n",
+            ["learning.mcp_context.scoring", "sum to 1.0", "1.500"],
+        ),
+        (
+            "lifecycle:\n      archive_after_iterations: 10\n",
+            ["learning.mcp_context.lifecycle", "summarize_after_iterations (20) <"],
+        ),
+        ("preset: huge\n", ["learning.mcp_context.preset", "'huge'", "'minimal'"]),
+    ],
+)
+def test_invalid_values_name_the_key_the_value_and_what_is_allowed(
+    tmp_path: Path, yaml_text: str, expected: list[str]
+) -> None:
+    indented = "\n".join("    " + line if line else line for line in yaml_text.splitlines())
+    config = write(tmp_path / "bad.yaml", f"learning:\n  mcp_context:\n{indented}\n")
+    with pytest.raises(ConfigError) as raised:
+        Settings.load(config)
+    for fragment in expected:
+        assert fragment in str(raised.value)
+
+
+def test_unparseable_yaml_and_missing_file_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        Settings.load(write(tmp_path / "y.yaml", "learning: [unclosed\n"))
+    with pytest.raises(ConfigError, match="does not exist"):
+        Settings.load(tmp_path / "absent.yaml")
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        Settings.load(write(tmp_path / "z.yaml", "learning:\n  mcp_context: 5\n"))
+
+
+def test_cli_exits_non_zero_on_a_bad_config_without_creating_the_store(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    config = write(
+        tmp_path / "bad.yaml",
+        f"learning:\n  mcp_context:\n    storage:\n      path: {store}\n      max_size_mb: -5\n",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "ralph_context", "store", "hello", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "storage.max_size_mb" in done.stderr
+    assert "-5" in done.stderr
+    assert done.stdout == ""
+    assert not store.exists()

@@ -1,0 +1,242 @@
+"""The engine facade with the real model and real LanceDB on tmp dirs."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from ralph_context import (
+    ContextType,
+    Engine,
+    ItemNotFound,
+    NewItem,
+    Tier,
+)
+from ralph_context.config import EmbeddingsSettings
+from ralph_context.embeddings.local import LocalEmbedder
+from ralph_context.errors import ModelError
+from ralph_context.runtime import ActorState
+from tests.helpers import Loader, SettingsFactory
+
+
+def no_model(_settings: EmbeddingsSettings) -> LocalEmbedder:
+    raise ModelError("no embedding model at /nowhere; run `ralph-context model install`")
+
+
+async def test_items_survive_an_engine_restart(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    settings = make_settings()
+    with anyio.fail_after(30):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            item = await engine.store(
+                "Added requests to requirements.txt", ContextType.ERROR, tags=["deps"]
+            )
+        async with Engine(settings, model_loader=shared_model) as engine:
+            again = await engine.get(item.id)
+            result = await engine.search("missing module requests", max_items=5)
+    assert again == item
+    assert result.tier is Tier.SEMANTIC
+    assert [hit.item.id for hit in result.items] == [item.id]
+
+
+async def test_two_hundred_concurrent_stores_all_land(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    ids: list[str] = []
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            before = (await engine.stats()).table_version
+
+            async def store(n: int) -> None:
+                item = await engine.store(f"note {n}: worker {n % 7} finished job {n}", "output")
+                ids.append(item.id)
+
+            async with anyio.create_task_group() as tg:
+                for n in range(200):
+                    tg.start_soon(store, n)
+            stats = await engine.stats()
+            found = [await engine.get(item_id) for item_id in ids]
+    assert len(set(ids)) == 200
+    assert stats.items == 200
+    assert stats.without_vector == 0
+    assert {item.id for item in found} == set(ids)
+    # Concurrent stores are coalesced: far fewer table versions than calls.
+    assert stats.table_version - before < 50
+
+
+async def test_semantic_search_ranks_a_paraphrase_above_unrelated_text(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    with anyio.fail_after(30):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            target = await engine.store(
+                "The deploy failed because the database password expired.", "error"
+            )
+            await engine.store("Grandma's apple pie needs two cups of sugar.", "output")
+            await engine.store("The football match ended in a draw.", "output")
+            await engine.store("Rendered the landing page with a dark theme.", "iteration")
+            result = await engine.search(
+                "release broke since DB credentials were out of date", min_score=0.0
+            )
+    assert result.tier is Tier.SEMANTIC
+    ranked = [hit.item.id for hit in result.items]
+    assert ranked[0] == target.id
+    scores = [hit.score for hit in result.items]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[0] - scores[1] > 0.2
+
+
+async def test_min_score_and_type_filter_narrow_the_results(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    with anyio.fail_after(30):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            error = await engine.store("pip install failed: no matching distribution", "error")
+            skill = await engine.store("Pin package versions before pip install", "skill")
+            await engine.store("The sunset over the harbour was orange.", "output")
+            only_skills = await engine.search("pip install problems", context_types=["skill"])
+            strict = await engine.search("pip install problems", min_score=0.99)
+            loose = await engine.search("pip install problems", min_score=0.0)
+    assert [h.item.id for h in only_skills.items] == [skill.id]
+    assert strict.items == ()
+    assert strict.filtered_count == strict.total_candidates == 3
+    assert {h.item.id for h in loose.items} >= {error.id, skill.id}
+
+
+async def test_literal_sql_in_a_tag_is_stored_and_filtered_literally(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    nasty = "x' OR 1=1 --"
+    with anyio.fail_after(30):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            tagged = await engine.store("deploy notes with a strange tag", "output", tags=[nasty])
+            await engine.store("deploy notes without it", "output", tags=["x"])
+            await engine.store("deploy notes, untagged", "output")
+            result = await engine.search("deploy notes", tags=[nasty], min_score=0.0)
+            stats = await engine.stats()
+    assert [h.item.id for h in result.items] == [tagged.id]
+    assert result.items[0].item.tags == (nasty,)
+    assert stats.items == 3
+
+
+async def test_text_tier_answers_when_the_embedding_actor_is_stopped(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    with anyio.fail_after(30):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            target = await engine.store("ImportError: cannot import name 'soup' from bs4", "error")
+            await engine.store("Wrote the README introduction", "iteration")
+            snapshot = await engine.supervisor.stop_actor("embedding")
+            assert snapshot.state is ActorState.STOPPED
+            result = await engine.search("ImportError bs4")
+            later = await engine.store("stored while the model is gone: bs4 pinned", "error")
+            again = await engine.search("bs4 pinned")
+            health = engine.health()
+    assert result.tier is Tier.TEXT
+    assert result.degraded_reason and "embedding" in result.degraded_reason
+    assert result.items[0].item.id == target.id
+    assert again.tier is Tier.TEXT
+    assert again.items[0].item.id == later.id
+    assert health.tier is Tier.TEXT
+    assert health.actors["storage"].serving
+
+
+class CrashingModel(LocalEmbedder):
+    """The real model, until `broken` is set: then inference raises like a dead ONNX session."""
+
+    def __init__(self, real: LocalEmbedder) -> None:
+        super().__init__(real._model, real.model_id, real.dimension)
+        self.broken = False
+
+    def embed(self, texts: list[str], batch_size: int) -> object:  # type: ignore[override]
+        if self.broken:
+            raise RuntimeError("onnxruntime session lost")
+        return super().embed(texts, batch_size)
+
+
+async def test_a_crashing_model_degrades_search_to_text_without_raising(
+    make_settings: SettingsFactory, embedder: LocalEmbedder
+) -> None:
+    model = CrashingModel(embedder)
+    with anyio.fail_after(30):
+        async with Engine(make_settings(), model_loader=lambda _s: model) as engine:
+            target = await engine.store("Segfault in the image resizer on PNG input", "error")
+            model.broken = True
+            result = await engine.search("resizer crashes on png files")
+            stored = await engine.store("raw note kept while inference is broken", "output")
+            stats = await engine.stats()
+    assert result.tier is Tier.TEXT
+    assert [h.item.id for h in result.items] == [target.id]
+    assert stored.content.startswith("raw note")
+    assert stats.without_vector == 1
+
+
+async def test_engine_without_a_model_starts_and_serves_the_text_tier(
+    make_settings: SettingsFactory,
+) -> None:
+    with anyio.fail_after(30):
+        async with Engine(make_settings(), model_loader=no_model) as engine:
+            health = engine.health()
+            item = await engine.store("Rust toolchain 1.70 is too old for this crate", "error")
+            result = await engine.search("toolchain too old")
+    assert health.tier is Tier.TEXT
+    assert health.actors["embedding"].state is ActorState.DOWN
+    assert "model install" in (health.actors["embedding"].last_error or "")
+    assert result.tier is Tier.TEXT
+    assert [h.item.id for h in result.items] == [item.id]
+
+
+async def test_store_many_is_all_or_nothing(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    from ralph_context import EmptyContent
+
+    with anyio.fail_after(30):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            with pytest.raises(EmptyContent):
+                await engine.store_many([NewItem("fine", "output"), NewItem("   ", "output")])
+            stored = await engine.store_many([NewItem("a", "output"), NewItem("b", "task")])
+            stats = await engine.stats()
+    assert stats.items == 2
+    assert [i.content for i in stored] == ["a", "b"]
+
+
+async def test_get_unknown_id_is_a_clear_not_found(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    with anyio.fail_after(30):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            with pytest.raises(ItemNotFound, match="no context item with id 'nope'"):
+                await engine.get("nope")
+
+
+async def test_retrieval_counts_accesses(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    settings = make_settings()
+    with anyio.fail_after(30):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            item = await engine.store("cache invalidation bug in the session store", "error")
+            await engine.search("session cache bug")
+            await engine.search("session cache invalidation")
+            seen = await engine.get(item.id)
+        async with Engine(settings, model_loader=shared_model) as engine:
+            persisted = await engine.get(item.id)
+    assert seen.access_count == 2
+    assert seen.last_accessed is not None
+    assert persisted.access_count == 2
+
+
+async def test_memory_backend_keeps_nothing_on_disk(
+    make_settings: SettingsFactory, shared_model: Loader, tmp_path: object
+) -> None:
+    settings = make_settings(storage={"backend": "memory"})
+    with anyio.fail_after(30):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            await engine.store("ephemeral note", "output")
+            assert (await engine.stats()).items == 1
+            assert engine.health().store == "memory"
+        async with Engine(settings, model_loader=shared_model) as engine:
+            assert (await engine.stats()).items == 0
+    assert not settings.store_path().exists()
