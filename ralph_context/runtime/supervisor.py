@@ -76,7 +76,12 @@ class Supervisor:
         if exc is None:
             await self._drain()
         self._tg.cancel_scope.cancel()
-        return await self._tg.__aexit__(exc_type, exc, tb)
+        for actor in self._actors.values():
+            actor._close_inbox()
+        # The body's exception belongs to the caller: handing it to the task group would wrap
+        # it in an ExceptionGroup. Supervised actors never raise, so the group exits clean.
+        await self._tg.__aexit__(None, None, None)
+        return None
 
     @property
     def actors(self) -> Mapping[str, Actor[Any, Any]]:

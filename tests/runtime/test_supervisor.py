@@ -211,3 +211,10 @@ async def test_concurrent_requests_are_coalesced_into_batches(anyio_backend: str
     assert sum(batcher.batches) == 40
     assert max(batcher.batches) > 1
     assert max(batcher.batches) <= 16
+
+
+async def test_an_error_in_the_body_propagates_unwrapped(anyio_backend: str) -> None:
+    with anyio.fail_after(5), pytest.raises(InvalidInput, match="from the body"):
+        async with fast_supervisor() as sup:
+            await sup.start(Echo())
+            raise InvalidInput("from the body")

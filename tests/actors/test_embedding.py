@@ -1,0 +1,81 @@
+"""The embedding actor with the real model: coalescing, caching, faithfulness."""
+
+from __future__ import annotations
+
+import anyio
+import numpy as np
+
+from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
+from ralph_context.config import EmbeddingsSettings
+from ralph_context.embeddings.local import LocalEmbedder
+from ralph_context.runtime import Supervisor
+
+
+class CountingModel(LocalEmbedder):
+    def __init__(self, real: LocalEmbedder) -> None:
+        super().__init__(real._model, real.model_id, real.dimension)
+        self.calls: list[int] = []
+
+    def embed(self, texts: list[str], batch_size: int) -> np.ndarray:  # type: ignore[override]
+        self.calls.append(len(texts))
+        return super().embed(texts, batch_size)
+
+
+async def test_concurrent_requests_share_batches_and_match_direct_embeddings(
+    embedder: LocalEmbedder,
+) -> None:
+    model = CountingModel(embedder)
+    texts = [f"log line {n}: {'disk ' * (n % 5)}full on node {n}" for n in range(40)]
+    replies: dict[int, np.ndarray] = {}
+    actor = EmbeddingActor(EmbeddingsSettings(batch_size=16), loader=lambda _s: model)
+    with anyio.fail_after(30):
+        async with Supervisor() as supervisor:
+            await supervisor.start(actor)
+
+            async def ask(n: int) -> None:
+                replies[n] = (await actor.call(EmbedRequest((texts[n],)), timeout=20))[0]
+
+            async with anyio.create_task_group() as tg:
+                for n in range(40):
+                    tg.start_soon(ask, n)
+    direct = embedder.embed(texts, 16)
+    for n in range(40):
+        assert np.allclose(replies[n], direct[n], atol=1e-5)
+    assert sum(model.calls) == 40
+    assert len(model.calls) < 40
+    assert max(model.calls) <= 16
+
+
+async def test_repeated_texts_come_from_the_cache(embedder: LocalEmbedder) -> None:
+    model = CountingModel(embedder)
+    actor = EmbeddingActor(EmbeddingsSettings(), loader=lambda _s: model)
+    with anyio.fail_after(30):
+        async with Supervisor() as supervisor:
+            await supervisor.start(actor)
+            first = await actor.call(EmbedRequest(("same text", "other")), timeout=20)
+            second = await actor.call(EmbedRequest(("same text", "same text")), timeout=20)
+    assert sum(model.calls) == 2
+    assert np.array_equal(first[0], second[0])
+    assert np.array_equal(second[0], second[1])
+    assert actor.cache_stats["hits"] == 2
+
+
+async def test_cache_can_be_disabled(embedder: LocalEmbedder) -> None:
+    model = CountingModel(embedder)
+    actor = EmbeddingActor(EmbeddingsSettings(cache_embeddings=False), loader=lambda _s: model)
+    with anyio.fail_after(30):
+        async with Supervisor() as supervisor:
+            await supervisor.start(actor)
+            await actor.call(EmbedRequest(("again",)), timeout=20)
+            await actor.call(EmbedRequest(("again",)), timeout=20)
+    assert model.calls == [1, 1]
+
+
+async def test_vectors_are_unit_length_and_semantic(embedder: LocalEmbedder) -> None:
+    vectors = embedder.embed(
+        ["How do I reset my password?", "Steps to recover a forgotten password", "Tomato soup"],
+        8,
+    )
+    assert vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3

@@ -1,0 +1,115 @@
+"""The LanceDB store on its own: model record, vector/text search, writes, maintenance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ralph_context.errors import ModelMismatch
+from ralph_context.models import ContextItem, ContextType, IterationResult
+from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.lance_store import LanceStore
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.asarray(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def item(content: str, kind: ContextType = ContextType.OUTPUT, **extra: object) -> ContextItem:
+    return ContextItem(content=content, content_type=kind, **extra)  # type: ignore[arg-type]
+
+
+def test_store_records_its_model_and_refuses_another(tmp_path: Path) -> None:
+    LanceStore(tmp_path, model_id="model-a", dimension=4)
+    record = json.loads((tmp_path / "store.json").read_text())
+    assert record["model_id"] == "model-a"
+    assert record["dimension"] == 4
+    with pytest.raises(ModelMismatch, match="ralph-context reindex") as raised:
+        LanceStore(tmp_path, model_id="model-b", dimension=4)
+    assert "'model-a'" in str(raised.value)
+    assert "'model-b'" in str(raised.value)
+    with pytest.raises(ModelMismatch, match="reindex"):
+        LanceStore(tmp_path, model_id="model-a", dimension=8)
+
+
+def test_store_opens_without_a_model_using_the_recorded_one(tmp_path: Path) -> None:
+    LanceStore(tmp_path, model_id="model-a", dimension=4)
+    reopened = LanceStore(tmp_path, model_id=None, dimension=None)
+    assert (reopened.model_id, reopened.dimension) == ("model-a", 4)
+
+
+def test_vector_search_returns_cosine_similarity_best_first(tmp_path: Path) -> None:
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    near, far, orthogonal = item("near"), item("far"), item("orthogonal", ContextType.ERROR)
+    no_vector = item("no vector")
+    store.add_items(
+        [
+            (near, unit(1, 0.1, 0, 0)),
+            (far, unit(1, 1, 1, 0)),
+            (orthogonal, unit(0, 0, 0, 1)),
+            (no_vector, None),
+        ]
+    )
+    hits = store.vector_search(unit(1, 0, 0, 0), 10, ItemFilter())
+    assert [hit.id for hit, _, _ in hits] == [near.id, far.id, orthogonal.id]
+    assert hits[0][1] == pytest.approx(float(unit(1, 0.1, 0, 0)[0]), abs=1e-5)
+    assert hits[2][1] == pytest.approx(0.0, abs=1e-6)
+    only_errors = store.vector_search(unit(1, 0, 0, 0), 10, ItemFilter(types=(ContextType.ERROR,)))
+    assert [hit.id for hit, _, _ in only_errors] == [orthogonal.id]
+
+
+def test_text_search_finds_items_without_vectors(tmp_path: Path) -> None:
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    target = item("Timeout while fetching the wheel from the package index")
+    store.add_items([(target, None), (item("unrelated words entirely"), unit(1, 0, 0, 0))])
+    hits = store.text_search("wheel timeout", 5, ItemFilter())
+    assert [hit.id for hit, _ in hits] == [target.id]
+
+
+def test_iterations_are_kept_and_drive_the_clock(tmp_path: Path) -> None:
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    for n in (1, 3, 2):
+        store.add_iteration(IterationResult(iteration=n, success=n != 2, summary=f"it {n}"))
+    store.add_items([(item("late", created_iteration=7), None)])
+    recent = store.recent_iterations(2)
+    assert [r.iteration for r in recent] == [3, 2]
+    assert recent[1].success is False
+    assert store.latest_iteration() == 7
+
+
+def test_maintenance_compacts_and_builds_the_vector_index_past_the_threshold(
+    tmp_path: Path,
+) -> None:
+    store = LanceStore(tmp_path, model_id="m", dimension=4, vector_index_min_rows=256)
+    rng = np.random.default_rng(7)
+    for batch in range(3):
+        vectors = rng.normal(size=(100, 4)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        store.add_items([(item(f"b{batch} row {i}"), vectors[i]) for i in range(100)])
+    assert not store.has_vector_index()
+    report = store.maintain()
+    assert report.vector_index_built
+    assert store.has_vector_index()
+    target = item("needle")
+    store.add_items([(target, unit(0.3, -0.2, 0.9, 0.1))])
+    hits = store.vector_search(unit(0.3, -0.2, 0.9, 0.1), 5, ItemFilter())
+    assert hits[0][0].id == target.id
+    assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert store.stats().items == 301
+
+
+def test_record_access_adds_counts_in_one_write(tmp_path: Path) -> None:
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    a, b = item("a"), item("b")
+    store.add_items([(a, None), (b, None)])
+    version = store.items.version
+    when = a.created_at
+    store.record_access({a.id: 3, b.id: 1}, when)
+    assert store.items.version == version + 1
+    got = {i.id: i for i in store.get_items([a.id, b.id])}
+    assert (got[a.id].access_count, got[b.id].access_count) == (3, 1)
+    assert got[a.id].last_accessed == when

@@ -1,0 +1,143 @@
+"""The CLI as a user runs it: a real process, a real store, JSON on stdout, logs on stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "ralph.yaml"
+    path.write_text(
+        "learning:\n  mcp_context:\n    storage:\n      path: store\n", encoding="utf-8"
+    )
+    return path
+
+
+def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "ralph_context", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"exit {done.returncode}\nstdout:{done.stdout}\nstderr:{done.stderr}")
+    return done
+
+
+def test_store_then_search_json_has_the_documented_shape(config: Path) -> None:
+    stored = json.loads(
+        cli(
+            "store",
+            "ModuleNotFoundError: requests; added it to requirements.txt",
+            "--type",
+            "error",
+            "--tag",
+            "deps",
+            "--tag",
+            "x' OR 1=1 --",
+            "--config",
+            str(config),
+            "--json",
+        ).stdout
+    )
+    cli("store", "Lunch menu: soup and bread", "--type", "output", "--config", str(config))
+    found = json.loads(
+        cli(
+            "search", "missing module requests", "--limit", "5", "--config", str(config), "--json"
+        ).stdout
+    )
+    assert found["tier"] == "semantic"
+    assert [item["id"] for item in found["items"]] == [stored["id"]]
+    first = found["items"][0]
+    assert {"id", "content", "content_type", "state", "tags", "score"} <= set(first)
+    assert first["content_type"] == "error"
+    assert first["state"] == "active"
+    assert first["tags"] == ["deps", "x' OR 1=1 --"]
+    assert 0.3 <= first["score"] <= 1.0
+    assert {"search_time_ms", "query_embedding_time_ms", "total_candidates"} <= set(found["stats"])
+    filtered = json.loads(
+        cli(
+            "search",
+            "lunch",
+            "--type",
+            "error",
+            "--min-score",
+            "0",
+            "--config",
+            str(config),
+            "--json",
+        ).stdout
+    )
+    assert {item["content_type"] for item in filtered["items"]} == {"error"}
+
+
+def test_stats_and_health_report_the_store_and_tier(config: Path) -> None:
+    cli(
+        "store", "Remember: run migrations before tests", "--type", "skill", "--config", str(config)
+    )
+    stats = json.loads(cli("stats", "--config", str(config), "--json").stdout)
+    health = json.loads(cli("health", "--config", str(config), "--json").stdout)
+    assert stats["items"] == 1
+    assert stats["by_type"] == {"skill": 1}
+    assert stats["dimension"] == 384
+    assert health["tier"] == "semantic"
+    assert health["actors"]["embedding"]["state"] == "running"
+    assert health["store"] == str(config.parent / "store")
+
+
+def test_bad_input_exits_2_with_a_message_and_stores_nothing(config: Path) -> None:
+    done = cli("store", "   ", "--config", str(config), check=False)
+    assert done.returncode == 2
+    assert "empty or only whitespace" in done.stderr
+    unknown = cli("store", "ok", "--type", "memo", "--config", str(config), check=False)
+    assert unknown.returncode == 2
+    assert "allowed: task, iteration, skill, file, output, error" in unknown.stderr
+    stats = json.loads(cli("stats", "--config", str(config), "--json").stdout)
+    assert stats["items"] == 0
+
+
+def test_health_exits_1_and_reports_text_tier_without_a_model(config: Path, tmp_path: Path) -> None:
+    config.write_text(
+        "learning:\n  mcp_context:\n    storage:\n      path: store\n"
+        f"    embeddings:\n      model_path: {tmp_path / 'no-model'}\n",
+        encoding="utf-8",
+    )
+    done = cli("health", "--config", str(config), "--json", check=False)
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["tier"] == "text"
+    assert report["actors"]["embedding"]["state"] == "down"
+    assert "ralph-context model install" in report["actors"]["embedding"]["last_error"]
+
+
+def test_changing_models_asks_for_reindex_and_reindex_fixes_it(config: Path) -> None:
+    item = json.loads(
+        cli("store", "flaky test in the payments module", "--config", str(config), "--json").stdout
+    )
+    record = config.parent / "store" / "store.json"
+    data = json.loads(record.read_text())
+    data["model_id"] = "some-older-model"
+    record.write_text(json.dumps(data))
+    refused = cli("search", "payments test", "--config", str(config), check=False)
+    assert refused.returncode == 1
+    assert "ralph-context reindex" in refused.stderr
+    assert "some-older-model" in refused.stderr
+    cli("reindex", "--config", str(config))
+    found = json.loads(cli("search", "payments test", "--config", str(config), "--json").stdout)
+    assert [hit["id"] for hit in found["items"]] == [item["id"]]
+    assert found["tier"] == "semantic"
+
+
+def test_demo_stores_reopens_and_searches() -> None:
+    done = cli("demo")
+    assert "session 2: reopened the store, tier semantic" in done.stdout
+    assert "ModuleNotFoundError" in done.stdout
+    assert "403" in done.stdout
