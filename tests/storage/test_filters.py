@@ -55,7 +55,7 @@ def test_any_valid_tag_is_stored_and_filtered_literally(store: LanceStore, tag: 
     (tag,) = check_tags([tag])
     decoy = ContextItem(content="decoy", content_type=ContextType.OUTPUT, tags=(tag + "x",))
     target = ContextItem(content="target", content_type=ContextType.OUTPUT, tags=(tag,))
-    vector = np.ones(4, dtype=np.float32) / 2
+    vector = np.full(4, 0.5, dtype=np.float32)
     store.add_items([(decoy, vector), (target, vector)])
     found = store.list_items(ItemFilter(tags_any=(tag,)), limit=100)
     assert [item.id for item in found if item.id in (decoy.id, target.id)] == [target.id]
