@@ -44,8 +44,9 @@ log = structlog.get_logger("ralph_context.storage")
 
 T = TypeVar("T")
 
-# Flushing access counts costs one write; a few dozen ids per write keeps versions rare.
-_ACCESS_FLUSH_AT = 64
+# Flushing access counts costs one write, and every write is a version that slows reads until
+# compaction; pending counts are shown to readers meanwhile, so flush rarely.
+_ACCESS_FLUSH_AT = 1024
 
 
 @dataclass(frozen=True)

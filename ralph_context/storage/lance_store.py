@@ -14,7 +14,6 @@ Why the details below:
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ __all__ = ["LanceStore", "MaintenanceReport", "StoreStats"]
 log = structlog.get_logger("ralph_context.storage")
 
 META_FILE = "store.json"
+STORAGE_OPTIONS = {"new_table_data_storage_version": "2.1"}
 FORMAT_VERSION = 1
 # The dimension of the default model; used when a store is created before any model loads.
 FALLBACK_DIMENSION = 384
@@ -114,10 +114,16 @@ class LanceStore:
         self.location = location
         self.vector_index_min_rows = vector_index_min_rows
         self.version_retention = version_retention
+        recorded = self._read_meta() or {}
+        # Rows the vector index was trained on: it is retrained once the table doubles.
+        self._indexed_rows = int(recorded.get("vector_index_rows", 0) or 0)
         self.model_id, self.dimension = self._reconcile_model(model_id, dimension)
         uri = str(location) if location is not None else f"memory://ralph-context-{id(self)}"
-        self._db = lancedb.connect(uri)
+        # Lance 2.1 reads scattered rows ~4 ms faster per query than the default (2.0) at 100k
+        # items, and a vector search materialises every candidate row.
+        self._db = lancedb.connect(uri, storage_options=STORAGE_OPTIONS)
         self._vector_index = False
+        self._nprobes = 8
         self.items = self._open_items()
         self.iterations = self._db.create_table(
             ITERATIONS, schema=iterations_schema(), exist_ok=True
@@ -170,7 +176,12 @@ class LanceStore:
         if self.location is None:
             return
         self.location.mkdir(parents=True, exist_ok=True)
-        record = {"format": FORMAT_VERSION, "model_id": model_id, "dimension": dimension}
+        record = {
+            "format": FORMAT_VERSION,
+            "model_id": model_id,
+            "dimension": dimension,
+            "vector_index_rows": getattr(self, "_indexed_rows", 0),
+        }
         temporary = self.location / f".{META_FILE}.tmp"
         temporary.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         temporary.replace(self.location / META_FILE)
@@ -224,7 +235,8 @@ class LanceStore:
         if sql:
             search = search.where(sql, prefilter=True)
         if self.has_vector_index():
-            search = search.nprobes(self._nprobes()).refine_factor(4)
+            # No refine_factor: candidates are re-ranked below by exact cosine anyway.
+            search = search.nprobes(self._nprobes)
         # Rows without a vector never reach the vector search, so no IS NOT NULL filter
         # (it costs ~2 ms a query); the null check below is only a guard.
         table = search.to_arrow()
@@ -309,31 +321,46 @@ class LanceStore:
             self._vector_index = any(
                 index.columns == ["vector"] for index in self.items.list_indices()
             )
+            if self._vector_index:
+                self._nprobes = self._probes_for(self.items.count_rows())
         return self._vector_index
-
-    def _nprobes(self) -> int:
-        # ~10% of partitions keeps recall near brute force at these sizes; see benchmarks.
-        return max(8, self._partitions(self.items.count_rows()) // 10)
 
     @staticmethod
     def _partitions(rows: int) -> int:
-        return max(1, int(math.sqrt(rows)))
+        # ~1,500 vectors a partition: at 100k, 316 partitions (sqrt) cost 20 ms a query here,
+        # 64 cost 9 ms with the same recall (benchmarks/latency).
+        return min(4096, max(16, rows // 1500))
+
+    @classmethod
+    def _probes_for(cls, rows: int) -> int:
+        return max(8, cls._partitions(rows) // 8)
+
+    def _build_vector_index(self, rows: int) -> None:
+        self.items.create_index(
+            "vector",
+            config=IvfSq(distance_type="cosine", num_partitions=self._partitions(rows)),
+            replace=True,
+        )
+        self._vector_index, self._nprobes, self._indexed_rows = True, self._probes_for(rows), rows
+        if self.model_id is not None:
+            self._write_meta(self.model_id, self.dimension)
 
     def maintain(self) -> MaintenanceReport:
         """Compact files, fold new rows into the indexes, drop old versions, and build the
-        vector index once the table is large enough."""
+        vector index once the table is large enough (retrained when it has doubled since)."""
         built = False
         vectors = self.items.count_rows("vector IS NOT NULL")
-        if vectors >= self.vector_index_min_rows and not self.has_vector_index():
-            self.items.create_index(
-                "vector",
-                config=IvfSq(distance_type="cosine", num_partitions=self._partitions(vectors)),
-            )
+        if vectors >= self.vector_index_min_rows and (
+            not self.has_vector_index() or vectors >= 2 * max(self._indexed_rows, 1)
+        ):
+            self._build_vector_index(vectors)
             built = True
         before = len(self.items.list_versions())
         for table in (self.items, self.iterations):
             table.optimize(cleanup_older_than=self.version_retention)
         removed = max(0, before - len(self.items.list_versions()))
+        if self._vector_index:
+            self._nprobes = self._probes_for(vectors)
         log.info("store_maintained", vector_index_built=built, versions_removed=removed)
         return MaintenanceReport(compacted=True, vector_index_built=built, versions_removed=removed)
 

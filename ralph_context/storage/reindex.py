@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.errors import StoreError
-from ralph_context.storage.lance_store import LanceStore
+from ralph_context.storage.lance_store import STORAGE_OPTIONS, LanceStore
 from ralph_context.storage.schema import ITEMS, items_schema
 
 __all__ = ["reindex_store"]
@@ -36,7 +36,7 @@ def reindex_store(
     Raises:
         StoreError: There is no store at ``location``.
     """
-    db = lancedb.connect(str(location))
+    db = lancedb.connect(str(location), storage_options=STORAGE_OPTIONS)
     if ITEMS not in db.list_tables().tables:
         raise StoreError(f"no store at {location} (no {ITEMS} table)")
     old = db.open_table(ITEMS).to_arrow().drop_columns(["vector"])
