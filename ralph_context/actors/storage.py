@@ -44,9 +44,8 @@ log = structlog.get_logger("ralph_context.storage")
 
 T = TypeVar("T")
 
-# Flushing access counts costs one write, and every write is a version that slows reads until
-# compaction; pending counts are shown to readers meanwhile, so flush rarely.
-_ACCESS_FLUSH_AT = 1024
+# Usage counters are served from memory; writing them costs one small upsert, so batch it.
+_USAGE_FLUSH_AT = 256
 
 
 @dataclass(frozen=True)
@@ -150,8 +149,6 @@ class StorageActor(Actor[StorageRequest, object]):
         self.fatal: RalphContextError | None = None
         self._store: LanceStore | None = None
         self._writes = 0
-        self._access: dict[str, int] = {}
-        self._access_at: datetime | None = None
 
     @property
     def store(self) -> LanceStore:
@@ -176,29 +173,27 @@ class StorageActor(Actor[StorageRequest, object]):
         log.info("store_opened", location=str(self.location or "memory"))
 
     async def teardown(self) -> None:
-        if self._store is not None and self._access:
-            await self._flush_access()
+        if self._store is not None and self._store.usage.pending:
+            await self._run(self._store.flush_usage)
 
     async def handle(self, request: StorageRequest) -> object:
         match request:
             case GetItems(ids):
-                return self._overlay(await self._run(self.store.get_items, list(ids)))
+                return await self._run(self.store.get_items, list(ids))
             case ListItems(where, limit):
-                return self._overlay(await self._run(self.store.list_items, where, limit))
+                return await self._run(self.store.list_items, where, limit)
             case VectorSearch(vector, limit, where):
                 return await self._run(self.store.vector_search, vector, limit, where)
             case TextSearch(text, limit, where):
                 return await self._run(self.store.text_search, text, limit, where)
             case RecordAccess(ids):
-                for item_id in ids:
-                    self._access[item_id] = self._access.get(item_id, 0) + 1
-                self._access_at = datetime.now(UTC)
-                if len(self._access) >= _ACCESS_FLUSH_AT:
-                    await self._flush_access()
+                # A dict update: cheap enough for the event loop, and the actor is the only
+                # user of the store, so no worker thread touches it meanwhile.
+                self.store.record_access(ids, datetime.now(UTC))
+                if self.store.usage.pending >= _USAGE_FLUSH_AT:
+                    await self._run(self.store.flush_usage)
                 return None
             case DeleteItems(ids):
-                for item_id in ids:
-                    self._access.pop(item_id, None)
                 deleted = await self._run(self.store.delete_items, ids)
                 await self._wrote(1)
                 return deleted
@@ -291,32 +286,5 @@ class StorageActor(Actor[StorageRequest, object]):
             await self._maintain()
 
     async def _maintain(self) -> MaintenanceReport:
-        await self._flush_access()
         self._writes = 0
         return await self._run(self.store.maintain)
-
-    async def _flush_access(self) -> None:
-        if not self._access:
-            return
-        counts, when = self._access, self._access_at or datetime.now(UTC)
-        self._access, self._access_at = {}, None
-        await self._run(self.store.record_access, counts, when)
-        # Counted, not acted on: the next write's cadence check picks it up (and a maintenance
-        # pass started here would flush again).
-        self._writes += 1
-
-    def _overlay(self, items: list[ContextItem]) -> list[ContextItem]:
-        """Show access counts not yet flushed, so reads never go backwards."""
-        if not self._access:
-            return items
-        return [
-            item.model_copy(
-                update={
-                    "access_count": item.access_count + self._access[item.id],
-                    "last_accessed": self._access_at,
-                }
-            )
-            if item.id in self._access
-            else item
-            for item in items
-        ]

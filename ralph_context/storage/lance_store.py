@@ -43,6 +43,7 @@ from ralph_context.storage.schema import (
     iteration_to_row,
     iterations_schema,
 )
+from ralph_context.storage.usage import USAGE, UsageLedger, usage_schema
 
 __all__ = ["LanceStore", "MaintenanceReport", "StoreStats"]
 
@@ -128,6 +129,7 @@ class LanceStore:
         self.iterations = self._db.create_table(
             ITERATIONS, schema=iterations_schema(), exist_ok=True
         )
+        self.usage = UsageLedger(self._db.create_table(USAGE, schema=usage_schema(), exist_ok=True))
 
     # --- model record ----------------------------------------------------------------------
 
@@ -207,6 +209,7 @@ class LanceStore:
         if pairs:
             rows = [item_to_row(item, vector) for item, vector in pairs]
             self.items.add(pa.Table.from_pylist(rows, schema=self.items.schema))
+            self.usage.register(item for item, _ in pairs)
 
     def get_items(self, ids: Sequence[str]) -> list[ContextItem]:
         """Items by id, in the order given; unknown ids are skipped."""
@@ -214,7 +217,7 @@ class LanceStore:
             return []
         where = ItemFilter(ids=tuple(ids)).to_sql()
         rows = self.items.search().where(where).limit(len(ids)).to_arrow().to_pylist()
-        by_id = {row["id"]: item_from_row(row) for row in rows}
+        by_id = {row["id"]: self._item(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
     def list_items(self, where: ItemFilter, limit: int) -> list[ContextItem]:
@@ -223,7 +226,7 @@ class LanceStore:
         sql = where.to_sql()
         if sql:
             query = query.where(sql)
-        return [item_from_row(r) for r in query.limit(limit).to_arrow().to_pylist()]
+        return [self._item(r) for r in query.limit(limit).to_arrow().to_pylist()]
 
     def vector_search(
         self, query: Vectors, limit: int, where: ItemFilter
@@ -250,7 +253,7 @@ class LanceStore:
         similarity = vectors @ query.astype(np.float32)
         rows = table.drop_columns(["vector", "_distance"]).to_pylist()
         order = np.argsort(-similarity, kind="stable")
-        return [(item_from_row(rows[i]), float(similarity[i]), vectors[i]) for i in order.tolist()]
+        return [(self._item(rows[i]), float(similarity[i]), vectors[i]) for i in order.tolist()]
 
     def text_search(
         self, text: str, limit: int, where: ItemFilter
@@ -265,21 +268,22 @@ class LanceStore:
         table = search.to_arrow()
         keep = [name for name in table.column_names if name not in ("vector",)]
         rows = table.select(keep).to_pylist()
-        return [(item_from_row(row), float(row["_score"])) for row in rows]
+        return [(self._item(row), float(row["_score"])) for row in rows]
 
-    def record_access(self, counts: dict[str, int], when: datetime) -> None:
-        """Add pending access counts in one write."""
-        current = self.get_items(list(counts))
-        if not current:
-            return
-        update = pa.table(
-            {
-                "id": [item.id for item in current],
-                "access_count": [item.access_count + counts[item.id] for item in current],
-                "last_accessed": pa.array([when] * len(current), type=pa.timestamp("us", tz="UTC")),
-            }
-        )
-        self.items.merge_insert("id").when_matched_update_all().execute(update)
+    def _item(self, row: dict[str, Any]) -> ContextItem:
+        return self.usage.apply(item_from_row(row))
+
+    def record_access(self, ids: Iterable[str], when: datetime) -> None:
+        """Count a retrieval of each id (in memory; written by :meth:`flush_usage`)."""
+        self.usage.record_access(ids, when)
+
+    def set_usefulness(self, item_id: str, score: float) -> None:
+        """Set an item's usefulness (in memory; written by :meth:`flush_usage`)."""
+        self.usage.set_usefulness(item_id, score)
+
+    def flush_usage(self) -> int:
+        """Write pending usage changes to ``item_usage``; returns rows written."""
+        return self.usage.flush()
 
     def delete_items(self, ids: Iterable[str]) -> int:
         """Delete by id; returns how many existed."""
@@ -289,6 +293,7 @@ class LanceStore:
         where = ItemFilter(ids=targets).to_sql()
         before = self.items.count_rows(where)
         self.items.delete(where)
+        self.usage.forget(targets)
         return int(before)
 
     # --- iterations ------------------------------------------------------------------------
@@ -355,8 +360,9 @@ class LanceStore:
         ):
             self._build_vector_index(vectors)
             built = True
+        self.flush_usage()
         before = len(self.items.list_versions())
-        for table in (self.items, self.iterations):
+        for table in (self.items, self.iterations, self.usage.table):
             table.optimize(cleanup_older_than=self.version_retention)
         removed = max(0, before - len(self.items.list_versions()))
         if self._vector_index:

@@ -28,13 +28,16 @@ ITEMS = "context_items"
 ITERATIONS = "iterations"
 
 _TS = pa.timestamp("us", tz="UTC")
+_USAGE_FIELDS = ("usefulness_score", "access_count", "last_accessed")
 
 
 def items_schema(dimension: int) -> pa.Schema:
-    """``context_items``: every scalar field of ``ContextItem`` plus its (nullable) vector.
+    """``context_items``: the scalar fields of ``ContextItem`` plus its (nullable) vector.
 
-    A null vector marks an item stored while the embedding model was unavailable; the text
-    tier still finds it.
+    The usage counters (usefulness, access count, last access) live in ``item_usage``
+    (see ``storage/usage.py``) so that retrieval never rewrites indexed rows. A null vector
+    marks an item stored while the embedding model was unavailable; the text tier still
+    finds it.
     """
     return pa.schema(
         [
@@ -47,9 +50,6 @@ def items_schema(dimension: int) -> pa.Schema:
             pa.field("source", pa.string(), nullable=False),
             pa.field("tags", pa.list_(pa.string()), nullable=False),
             pa.field("metadata", pa.string(), nullable=False),  # JSON object
-            pa.field("usefulness_score", pa.float64(), nullable=False),
-            pa.field("access_count", pa.int64(), nullable=False),
-            pa.field("last_accessed", _TS, nullable=True),
             pa.field("summary", pa.string(), nullable=True),
             pa.field("original_length", pa.int64(), nullable=True),
             pa.field("vector", pa.list_(pa.float32(), dimension), nullable=True),
@@ -77,7 +77,7 @@ def iterations_schema() -> pa.Schema:
 
 def item_to_row(item: ContextItem, vector: Vectors | None) -> dict[str, Any]:
     """One ``context_items`` row."""
-    row = item.model_dump(mode="python", exclude={"tags", "metadata"})
+    row = item.model_dump(mode="python", exclude={"tags", "metadata", *_USAGE_FIELDS})
     row["content_type"] = item.content_type.value
     row["state"] = item.state.value
     row["tags"] = list(item.tags)
@@ -93,7 +93,8 @@ def _utc(value: datetime | None) -> datetime | None:
 
 
 def item_from_row(row: Mapping[str, Any]) -> ContextItem:
-    """Rebuild the domain object; extra columns (vector, scores) are ignored."""
+    """Rebuild the domain object with default counters (the usage ledger overlays them);
+    extra columns (vector, scores) are ignored."""
     created_at = _utc(row["created_at"])
     assert created_at is not None
     return ContextItem(
@@ -106,9 +107,6 @@ def item_from_row(row: Mapping[str, Any]) -> ContextItem:
         source=row["source"],
         tags=tuple(row["tags"] or ()),
         metadata=json.loads(row["metadata"]),
-        usefulness_score=row["usefulness_score"],
-        access_count=row["access_count"],
-        last_accessed=_utc(row["last_accessed"]),
         summary=row["summary"],
         original_length=row["original_length"],
     )

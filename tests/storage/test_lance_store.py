@@ -102,14 +102,35 @@ def test_maintenance_compacts_and_builds_the_vector_index_past_the_threshold(
     assert store.stats().items == 301
 
 
-def test_record_access_adds_counts_in_one_write(tmp_path: Path) -> None:
+def test_usage_counters_never_rewrite_the_items_table_and_persist(tmp_path: Path) -> None:
     store = LanceStore(tmp_path, model_id="m", dimension=4)
     a, b = item("a"), item("b")
-    store.add_items([(a, None), (b, None)])
-    version = store.items.version
+    store.add_items([(a, unit(1, 0, 0, 0)), (b, None)])
+    items_version = store.items.version
     when = a.created_at
-    store.record_access({a.id: 3, b.id: 1}, when)
-    assert store.items.version == version + 1
+    for _ in range(3):
+        store.record_access([a.id], when)
+    store.record_access([b.id], when)
+    store.set_usefulness(b.id, 0.9)
     got = {i.id: i for i in store.get_items([a.id, b.id])}
     assert (got[a.id].access_count, got[b.id].access_count) == (3, 1)
     assert got[a.id].last_accessed == when
+    assert got[b.id].usefulness_score == 0.9
+    assert store.vector_search(unit(1, 0, 0, 0), 1, ItemFilter())[0][0].access_count == 3
+    assert store.flush_usage() == 2
+    assert store.items.version == items_version, "indexed rows must not be rewritten"
+    reopened = LanceStore(tmp_path, model_id="m", dimension=4)
+    again = {i.id: i for i in reopened.get_items([a.id, b.id])}
+    assert again == got
+    reopened.delete_items([b.id])
+    reopened.flush_usage()
+    assert LanceStore(tmp_path, model_id="m", dimension=4).usage.get(b.id).access_count == 0
+
+
+def test_items_stored_with_non_default_usefulness_keep_it(tmp_path: Path) -> None:
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    skill = item("always pin versions", ContextType.SKILL, usefulness_score=0.8)
+    store.add_items([(skill, None)])
+    store.flush_usage()
+    reopened = LanceStore(tmp_path, model_id="m", dimension=4)
+    assert reopened.get_items([skill.id])[0].usefulness_score == 0.8

@@ -1,0 +1,148 @@
+"""Usage counters (usefulness, access count, last access), kept beside the items.
+
+Why a side table: retrieval touches items constantly, and rewriting a row of ``context_items``
+moves it out of the vector and scalar indexes until the next compaction (measured: 5 flushes of
+1,000 rows each added 6 ms to every query at 100k items). The counters therefore live in the
+small ``item_usage`` table and in memory; the items table only changes when an item's content
+or lifecycle state does. Only items whose counters differ from the defaults have a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+
+from ralph_context.models import ContextItem
+from ralph_context.storage.filters import ItemFilter
+
+__all__ = ["USAGE", "Usage", "UsageLedger", "usage_schema"]
+
+USAGE = "item_usage"
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def usage_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("usefulness_score", pa.float64(), nullable=False),
+            pa.field("access_count", pa.int64(), nullable=False),
+            pa.field("last_accessed", _TS, nullable=True),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Usage:
+    """How useful an item proved and how often it was retrieved."""
+
+    usefulness_score: float = 0.5
+    access_count: int = 0
+    last_accessed: datetime | None = None
+
+    @classmethod
+    def of(cls, item: ContextItem) -> Usage:
+        return cls(item.usefulness_score, item.access_count, item.last_accessed)
+
+
+DEFAULT = Usage()
+
+
+class UsageLedger:
+    """In-memory counters backed by the ``item_usage`` table; writes are batched by flush()."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        rows = table.search().limit(None).to_arrow().to_pylist()
+        self._usage: dict[str, Usage] = {
+            row["id"]: Usage(row["usefulness_score"], row["access_count"], row["last_accessed"])
+            for row in rows
+        }
+        self._dirty: set[str] = set()
+        self._forgotten: set[str] = set()
+
+    @property
+    def table(self) -> Any:
+        """The backing LanceDB table (for compaction)."""
+        return self._table
+
+    @property
+    def pending(self) -> int:
+        """Changes not yet written to the table."""
+        return len(self._dirty) + len(self._forgotten)
+
+    def get(self, item_id: str) -> Usage:
+        return self._usage.get(item_id, DEFAULT)
+
+    def apply(self, item: ContextItem) -> ContextItem:
+        """The item with its current counters."""
+        usage = self._usage.get(item.id)
+        if usage is None:
+            return item
+        return item.model_copy(
+            update={
+                "usefulness_score": usage.usefulness_score,
+                "access_count": usage.access_count,
+                "last_accessed": usage.last_accessed,
+            }
+        )
+
+    def register(self, items: Iterable[ContextItem]) -> None:
+        """Remember counters of newly stored items that do not start at the defaults."""
+        for item in items:
+            usage = Usage.of(item)
+            if usage != DEFAULT:
+                self._set(item.id, usage)
+
+    def record_access(self, ids: Iterable[str], when: datetime) -> None:
+        for item_id in ids:
+            current = self.get(item_id)
+            self._set(
+                item_id, replace(current, access_count=current.access_count + 1, last_accessed=when)
+            )
+
+    def set_usefulness(self, item_id: str, score: float) -> Usage:
+        usage = replace(self.get(item_id), usefulness_score=score)
+        self._set(item_id, usage)
+        return usage
+
+    def forget(self, ids: Iterable[str]) -> None:
+        for item_id in ids:
+            if self._usage.pop(item_id, None) is not None:
+                self._forgotten.add(item_id)
+            self._dirty.discard(item_id)
+
+    def flush(self) -> int:
+        """Write pending changes (one upsert, one delete at most); returns rows written."""
+        written = 0
+        if self._forgotten:
+            where = ItemFilter(ids=tuple(sorted(self._forgotten))).to_sql()
+            self._table.delete(where)
+            self._forgotten.clear()
+        if self._dirty:
+            ids = sorted(self._dirty)
+            rows = [
+                {
+                    "id": item_id,
+                    "usefulness_score": self._usage[item_id].usefulness_score,
+                    "access_count": self._usage[item_id].access_count,
+                    "last_accessed": self._usage[item_id].last_accessed,
+                }
+                for item_id in ids
+            ]
+            table = pa.Table.from_pylist(rows, schema=usage_schema())
+            self._table.merge_insert(
+                "id"
+            ).when_matched_update_all().when_not_matched_insert_all().execute(table)
+            self._dirty.clear()
+            written = len(rows)
+        return written
+
+    def _set(self, item_id: str, usage: Usage) -> None:
+        self._usage[item_id] = usage
+        self._dirty.add(item_id)
+        self._forgotten.discard(item_id)
