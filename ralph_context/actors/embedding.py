@@ -1,8 +1,8 @@
 """Embedding actor: turns texts into vectors with the local model, in a worker thread.
 
 Concurrent requests are coalesced: one pass takes every queued request, looks each text up in
-the content-hash cache, sorts the rest by length (a batch is padded to its longest text, so
-mixing lengths wastes work) and embeds them in chunks of ``batch_size``.
+the content-hash cache, and embeds the rest in length-homogeneous batches of at most
+``batch_size`` (see ``embeddings/batching.py``: a batch is padded to its longest text).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 import structlog
 
 from ralph_context.config import EmbeddingsSettings
+from ralph_context.embeddings.batching import plan_batches
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
 from ralph_context.errors import ModelError
 from ralph_context.runtime import Actor, Envelope, PermanentFailure
@@ -140,15 +141,17 @@ class EmbeddingActor(Actor[EmbedRequest, Vectors]):
             else:
                 pending.setdefault(key, []).append(position)
         if pending:
-            unique = sorted(pending.items(), key=lambda entry: len(texts[entry[1][0]]))
-            size = self.settings.batch_size
-            for start in range(0, len(unique), size):
-                chunk = unique[start : start + size]
-                chunk_texts = [texts[positions[0]] for _key_, positions in chunk]
+            unique = list(pending.items())
+            firsts = [texts[positions[0]] for _key, positions in unique]
+            for batch in plan_batches(firsts, self.settings.batch_size):
                 vectors = await anyio.to_thread.run_sync(
-                    embedder.embed, chunk_texts, size, limiter=self._limiter
+                    embedder.embed,
+                    [firsts[i] for i in batch],
+                    len(batch),
+                    limiter=self._limiter,
                 )
-                for (key, positions), row in zip(chunk, vectors, strict=True):
+                for i, row in zip(batch, vectors, strict=True):
+                    key, positions = unique[i]
                     out[positions] = row
                     self._cache.put(key, row)
         return out

@@ -14,6 +14,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
+from ralph_context.embeddings.batching import plan_batches
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.errors import StoreError
 from ralph_context.storage.lance_store import STORAGE_OPTIONS, LanceStore
@@ -41,13 +42,13 @@ def reindex_store(
         raise StoreError(f"no store at {location} (no {ITEMS} table)")
     old = db.open_table(ITEMS).to_arrow().drop_columns(["vector"])
     contents = old.column("content").to_pylist()
-    order = sorted(range(len(contents)), key=lambda i: len(contents[i]))
     vectors = np.zeros((len(contents), embedder.dimension), dtype=np.float32)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        vectors[chunk] = embedder.embed([contents[i] for i in chunk], batch_size)
+    done = 0
+    for batch in plan_batches(contents, batch_size):
+        vectors[batch] = embedder.embed([contents[i] for i in batch], len(batch))
+        done += len(batch)
         if progress is not None:
-            progress(min(start + batch_size, len(order)), len(order))
+            progress(done, len(contents))
     schema = items_schema(embedder.dimension)
     column = pa.FixedSizeListArray.from_arrays(
         pa.array(vectors.reshape(-1), type=pa.float32()), embedder.dimension
