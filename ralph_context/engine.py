@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 
+import numpy as np
 import structlog
 
 from ralph_context._logging import ensure_logging
@@ -209,10 +210,13 @@ class Engine:
         Raises:
             StoreError: No model is loaded, or a vector has the wrong shape.
         """
-        embedding = self._require_embedding_model()
-        for _, vector in pairs:
-            if vector.shape != (embedding,):
-                raise StoreError(f"vector shape {vector.shape} != ({embedding},)")
+        dimension = self._require_embedding_model()
+        for item, vector in pairs:
+            if vector.shape != (dimension,):
+                raise StoreError(f"item {item.id}: vector shape {vector.shape} != ({dimension},)")
+            # Similarity is a plain dot product, which is cosine only for unit vectors.
+            if abs(float(np.linalg.norm(vector)) - 1.0) > 1e-3:
+                raise StoreError(f"item {item.id}: vector is not unit length")
         await self._require_storage().add_items(list(pairs))
         return len(pairs)
 

@@ -109,7 +109,7 @@ class LanceStore:
         *,
         model_id: str | None,
         dimension: int | None,
-        vector_index_min_rows: int = 20_000,
+        vector_index_min_rows: int = 5_000,
         version_retention: timedelta = timedelta(minutes=5),
     ) -> None:
         self.location = location
