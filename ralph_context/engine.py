@@ -421,7 +421,7 @@ class Engine:
         if embedding is None or not embedding.health.snapshot().serving:
             error = embedding.health.last_error if embedding is not None else None
             return f"embedding model unavailable ({error or 'not started'})"
-        if storage is not None and storage.store.model_id != embedding.model_id:
+        if storage is not None and storage.model_id not in (None, embedding.model_id):
             return "the store was opened without a model; restart the engine to use one"
         return None
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import pytest
 
 from ralph_context import (
+    ActorUnavailable,
     ContextType,
     Engine,
     ItemNotFound,
@@ -240,3 +243,23 @@ async def test_memory_backend_keeps_nothing_on_disk(
         async with Engine(settings, model_loader=shared_model) as engine:
             assert (await engine.stats()).items == 0
     assert not settings.store_path().exists()
+
+
+async def test_engine_with_an_unopenable_store_answers_with_tier_none(
+    make_settings: SettingsFactory, shared_model: Loader, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the store should be")
+    settings = make_settings(storage={"path": str(blocker / "store")})
+    with anyio.fail_after(30):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            health = engine.health()
+            result = await engine.search("anything at all")
+            with pytest.raises(ActorUnavailable, match="storage"):
+                await engine.store("cannot land", "output")
+    assert health.tier is Tier.NONE
+    assert health.actors["storage"].state is ActorState.DOWN
+    assert health.actors["embedding"].serving
+    assert result.tier is Tier.NONE
+    assert result.items == ()
+    assert result.degraded_reason and "storage" in result.degraded_reason

@@ -151,6 +151,11 @@ class StorageActor(Actor[StorageRequest, object]):
         self._writes = 0
 
     @property
+    def model_id(self) -> str | None:
+        """The embedding model the open store's vectors come from (``None`` if not open)."""
+        return self._store.model_id if self._store is not None else None
+
+    @property
     def store(self) -> LanceStore:
         assert self._store is not None, "setup() opens the store"
         return self._store
