@@ -328,7 +328,7 @@ DEMO_ITEMS: tuple[tuple[str, ContextType, tuple[str, ...]], ...] = (
 DEMO_QUERIES = (
     "the import of the HTTP library fails",
     "permission denied when calling GitHub",
-    "what is the overall goal?",
+    "I clobbered a file the user had edited",
 )
 
 

@@ -141,3 +141,4 @@ def test_demo_stores_reopens_and_searches() -> None:
     assert "session 2: reopened the store, tier semantic" in done.stdout
     assert "ModuleNotFoundError" in done.stdout
     assert "403" in done.stdout
+    assert "Before writing a file" in done.stdout
