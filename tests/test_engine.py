@@ -263,3 +263,120 @@ async def test_engine_with_an_unopenable_store_answers_with_tier_none(
     assert result.tier is Tier.NONE
     assert result.items == ()
     assert result.degraded_reason and "storage" in result.degraded_reason
+
+
+async def test_malformed_ids_and_fields_are_refused_and_the_store_keeps_serving(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    from ralph_context import InvalidEncoding, InvalidInput, IterationResult
+
+    with anyio.fail_after(30):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            kept = await engine.store("the migration needs a maintenance window", "task")
+            with pytest.raises(InvalidInput, match="item_id must be text"):
+                await engine.get(123)  # type: ignore[arg-type]
+            with pytest.raises(InvalidInput, match="item_id is empty"):
+                await engine.get("  ")
+            with pytest.raises(InvalidEncoding, match="source"):
+                await engine.store("fine text", "output", source="bad \ud800")
+            with pytest.raises(InvalidEncoding, match="summary"):
+                await engine.record_iteration(
+                    IterationResult(iteration=1, success=True, summary="x \udfff")
+                )
+            health = engine.health()
+            assert await engine.get(kept.id) == kept
+    assert health.actors["storage"].restarts == 0
+    assert health.tier is Tier.SEMANTIC
+
+
+async def test_data_the_store_rejects_is_refused_without_crashing_or_failing_neighbours(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    """Bypassing the engine's checks, a row pyarrow cannot encode reaches the storage actor:
+    only that caller is refused; concurrent writers in the same batch still land."""
+    from ralph_context import ContextItem, StoreError
+
+    outcomes: dict[str, str] = {}
+    with anyio.fail_after(30):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            storage = engine._require_storage()
+
+            async def add(name: str, source: str) -> None:
+                item = ContextItem(content=name, content_type=ContextType.OUTPUT, source=source)
+                try:
+                    await storage.add_items([(item, None)])
+                    outcomes[name] = "stored"
+                except StoreError as error:
+                    outcomes[name] = f"refused: {error}"
+
+            async with anyio.create_task_group() as tg:
+                for n in range(5):
+                    tg.start_soon(add, f"good {n}", "test")
+                tg.start_soon(add, "bad", "\ud800")
+            stats = await engine.stats()
+            health = engine.health()
+    assert outcomes.pop("bad").startswith("refused: the store rejected the request")
+    assert set(outcomes.values()) == {"stored"}
+    assert stats.items == 5
+    assert health.actors["storage"].restarts == 0
+
+
+async def test_a_large_store_many_is_embedded_in_chunks_not_stored_raw(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    texts = [f"log {n}: service {n % 13} restarted" for n in range(300)]
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            stored = await engine.store_many([NewItem(t, "output") for t in texts])
+            stats = await engine.stats()
+    assert len(stored) == 300
+    assert stats.without_vector == 0
+
+
+async def test_the_vector_index_is_built_without_an_explicit_maintenance_call(
+    make_settings: SettingsFactory, shared_model: Loader, embedder: LocalEmbedder
+) -> None:
+    import numpy as np
+
+    from ralph_context import ContextItem
+
+    rng = np.random.default_rng(3)
+    seeds = embedder.embed(["disk full on the build agent", "flaky network in CI"], 2)
+    noisy = seeds[rng.integers(0, 2, 300)] + 0.2 * rng.normal(size=(300, 384))
+    vectors = (noisy / np.linalg.norm(noisy, axis=1, keepdims=True)).astype(np.float32)
+    settings = make_settings(storage={"vector_index_min_rows": 256})
+    with anyio.fail_after(60):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            items = [
+                ContextItem(content=f"row {n}", content_type=ContextType.OUTPUT) for n in range(300)
+            ]
+            await engine.store_embedded(list(zip(items, vectors, strict=True)))
+            await engine.store("one more write lets maintenance run", "output")
+            stats = await engine.stats()
+            result = await engine.search("the build agent ran out of disk", min_score=0.0)
+    assert stats.vector_index
+    assert result.tier is Tier.SEMANTIC
+    assert len(result.items) == 10
+
+
+async def test_bulk_path_refuses_bad_vectors_and_bad_content(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    import numpy as np
+
+    from ralph_context import ContextItem, EmptyContent, StoreError
+
+    good = np.zeros(384, dtype=np.float32)
+    good[0] = 1.0
+    with anyio.fail_after(30):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            item = ContextItem(content="ok", content_type=ContextType.OUTPUT)
+            with pytest.raises(StoreError, match="finite"):
+                await engine.store_embedded([(item, np.full(384, np.nan, dtype=np.float32))])
+            with pytest.raises(StoreError, match="unit length"):
+                await engine.store_embedded([(item, good * 2)])
+            with pytest.raises(EmptyContent):
+                await engine.store_embedded(
+                    [(ContextItem(content="  ", content_type=ContextType.OUTPUT), good)]
+                )
+            assert (await engine.stats()).items == 0

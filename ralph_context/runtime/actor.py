@@ -130,13 +130,15 @@ class Actor(ABC, Generic[RequestT, ReplyT]):
                 await self._inbox_send.send(Envelope(request, reply_send))
                 outcome = await reply_recv.receive()
         except TimeoutError as exc:
-            reply_send.close()
             raise ActorUnavailable(f"{self.name} did not answer within {timeout:g}s") from exc
         except (anyio.EndOfStream, *_GONE) as exc:
-            reply_send.close()
             raise ActorUnavailable(
                 f"{self.name} could not serve the request ({self.health.state.value})"
             ) from exc
+        finally:
+            # Also on cancellation: the actor may never see this envelope. Closing twice is
+            # harmless, and the actor's own close after answering is then a no-op.
+            reply_send.close()
         if isinstance(outcome, _Refusal):
             raise outcome.error
         return outcome.value
@@ -175,3 +177,11 @@ class Actor(ABC, Generic[RequestT, ReplyT]):
 
     def _close_receiver(self) -> None:
         self._inbox_recv.close()
+
+    def _abandon_queued(self) -> None:
+        """Fail whatever is still queued (shutdown past its grace), so no caller waits on."""
+        while True:
+            try:
+                self._inbox_recv.receive_nowait().abandon()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                return

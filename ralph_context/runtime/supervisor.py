@@ -8,6 +8,7 @@ the task group.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
@@ -92,8 +93,11 @@ class Supervisor:
         """Current health of every supervised actor."""
         return {name: actor.health.snapshot() for name, actor in self._actors.items()}
 
-    async def start(self, actor: Actor[Any, Any], *, wait: bool = True) -> HealthSnapshot:
-        """Supervise ``actor``; with ``wait``, return once it serves or is down.
+    async def start(
+        self, actor: Actor[Any, Any], *, wait: bool = True, settle_within: float | None = None
+    ) -> HealthSnapshot:
+        """Supervise ``actor``; with ``wait``, return once it serves or is down, or once
+        ``settle_within`` seconds have passed (it then keeps starting in the background).
 
         Raises:
             ValueError: An actor with the same name is already supervised.
@@ -106,7 +110,8 @@ class Supervisor:
         self._actors[actor.name] = actor
         self._tg.start_soon(self._supervise, actor, name=f"actor:{actor.name}")
         if wait:
-            await actor.health.wait_for(*_SETTLED)
+            with anyio.move_on_after(settle_within if settle_within is not None else math.inf):
+                await actor.health.wait_for(*_SETTLED)
         return actor.health.snapshot()
 
     async def stop_actor(self, name: str) -> HealthSnapshot:
@@ -127,10 +132,17 @@ class Supervisor:
         def exhausted(_: RetryCallState) -> bool:
             return quick_crashes >= self.max_restarts
 
+        # Cancellation passes through tenacity's attempt manager as a BaseException and is
+        # re-raised unchanged, because `_restartable` refuses to retry it.
         retrying = AsyncRetrying(
             retry=retry_if_exception(_restartable),
             stop=exhausted,
-            wait=wait_exponential_jitter(multiplier=self.backoff_initial, max=self.backoff_max),
+            # Jitter in proportion to the first delay: the default (up to 1 s) would swamp it.
+            wait=wait_exponential_jitter(
+                multiplier=self.backoff_initial,
+                max=self.backoff_max,
+                jitter=self.backoff_initial,
+            ),
             sleep=anyio.sleep,
             reraise=True,
         )
@@ -161,6 +173,7 @@ class Supervisor:
             await actor._reject_until_closed()
             return
         finally:
+            actor._abandon_queued()
             actor._close_receiver()
         health.set(ActorState.STOPPED)
 

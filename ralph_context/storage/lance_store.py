@@ -13,7 +13,6 @@ Why the details below:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,9 +29,10 @@ from lancedb.index import FTS, Bitmap, BTree, IvfSq, LabelList
 from lancedb.query import MatchQuery
 
 from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import ModelMismatch, StoreError
+from ralph_context.errors import ModelMismatch
 from ralph_context.models import ContextItem, IterationResult
 from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile
 from ralph_context.storage.schema import (
     ITEMS,
     ITERATIONS,
@@ -49,11 +49,7 @@ __all__ = ["LanceStore", "MaintenanceReport", "StoreStats"]
 
 log = structlog.get_logger("ralph_context.storage")
 
-META_FILE = "store.json"
 STORAGE_OPTIONS = {"new_table_data_storage_version": "2.1"}
-FORMAT_VERSION = 1
-# The dimension of the default model; used when a store is created before any model loads.
-FALLBACK_DIMENSION = 384
 # Filters on type/state/tags/id and the text tier; built when missing (new or rewritten table).
 _SCALAR_INDEXES = (
     ("id", BTree()),
@@ -62,7 +58,6 @@ _SCALAR_INDEXES = (
     ("tags", LabelList()),
     ("content", FTS()),
 )
-_REINDEX_HINT = "run `ralph-context reindex` to re-embed every item with the configured model"
 
 
 @dataclass(frozen=True)
@@ -115,10 +110,12 @@ class LanceStore:
         self.location = location
         self.vector_index_min_rows = vector_index_min_rows
         self.version_retention = version_retention
-        recorded = self._read_meta() or {}
+        recorded = StoreRecord.read(location)
+        self.model_id, self.dimension = reconcile(
+            recorded, model_id, dimension, str(location or "memory")
+        )
         # Rows the vector index was trained on: it is retrained once the table doubles.
-        self._indexed_rows = int(recorded.get("vector_index_rows", 0) or 0)
-        self.model_id, self.dimension = self._reconcile_model(model_id, dimension)
+        self._indexed_rows = recorded.vector_index_rows if recorded else 0
         uri = str(location) if location is not None else f"memory://ralph-context-{id(self)}"
         # Lance 2.1 reads scattered rows ~4 ms faster per query than the default (2.0) at 100k
         # items, and a vector search materialises every candidate row.
@@ -130,73 +127,26 @@ class LanceStore:
             ITERATIONS, schema=iterations_schema(), exist_ok=True
         )
         self.usage = UsageLedger(self._db.create_table(USAGE, schema=usage_schema(), exist_ok=True))
+        self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
+        # Written only now that the table agreed with the model: a refused open changes nothing.
+        if self.model_id is not None and (recorded is None or recorded.model_id is None):
+            self._write_record()
 
-    # --- model record ----------------------------------------------------------------------
-
-    def _reconcile_model(
-        self, model_id: str | None, dimension: int | None
-    ) -> tuple[str | None, int]:
-        recorded = self._read_meta()
-        if recorded is None:
-            chosen = (model_id, dimension or FALLBACK_DIMENSION)
-            if model_id is not None:
-                self._write_meta(model_id, chosen[1])
-            return chosen
-        stored_id, stored_dim = recorded.get("model_id"), int(recorded.get("dimension", 0))
-        if model_id is None:
-            return (stored_id if isinstance(stored_id, str) else None), stored_dim
-        if stored_id is None:
-            if dimension != stored_dim:
-                raise ModelMismatch(
-                    f"the store at {self.location} holds {stored_dim}-d vectors but model "
-                    f"{model_id!r} makes {dimension}-d ones; {_REINDEX_HINT}"
-                )
-            self._write_meta(model_id, stored_dim)
-            return model_id, stored_dim
-        if stored_id != model_id or stored_dim != dimension:
-            raise ModelMismatch(
-                f"the store at {self.location} was built with {stored_id!r} ({stored_dim}-d) "
-                f"but the configured model is {model_id!r} ({dimension}-d); {_REINDEX_HINT}"
-            )
-        return model_id, stored_dim
-
-    def _read_meta(self) -> dict[str, Any] | None:
-        if self.location is None:
-            return None
-        path = self.location / META_FILE
-        try:
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            raise StoreError(f"{path} is unreadable ({exc}); the store's model is unknown") from exc
-        if not isinstance(loaded, dict):
-            raise StoreError(f"{path} is not a JSON object")
-        return loaded
-
-    def _write_meta(self, model_id: str, dimension: int) -> None:
-        if self.location is None:
-            return
-        self.location.mkdir(parents=True, exist_ok=True)
-        record = {
-            "format": FORMAT_VERSION,
-            "model_id": model_id,
-            "dimension": dimension,
-            "vector_index_rows": getattr(self, "_indexed_rows", 0),
-        }
-        temporary = self.location / f".{META_FILE}.tmp"
-        temporary.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        temporary.replace(self.location / META_FILE)
+    def _write_record(self) -> None:
+        StoreRecord(self.model_id, self.dimension, self._indexed_rows).write(self.location)
 
     # --- tables ----------------------------------------------------------------------------
 
     def _open_items(self) -> Any:
-        table = self._db.create_table(ITEMS, schema=items_schema(self.dimension), exist_ok=True)
+        if ITEMS in self._db.list_tables().tables:
+            table = self._db.open_table(ITEMS)
+        else:
+            table = self._db.create_table(ITEMS, schema=items_schema(self.dimension))
         stored = table.schema.field("vector").type
         if stored.list_size != self.dimension:
             raise ModelMismatch(
                 f"the store's vectors are {stored.list_size}-d but the model makes "
-                f"{self.dimension}-d ones; {_REINDEX_HINT}"
+                f"{self.dimension}-d ones; {REINDEX_HINT}"
             )
         indexed = {tuple(index.columns) for index in table.list_indices()}
         for column, config in _SCALAR_INDEXES:
@@ -210,6 +160,7 @@ class LanceStore:
             rows = [item_to_row(item, vector) for item, vector in pairs]
             self.items.add(pa.Table.from_pylist(rows, schema=self.items.schema))
             self.usage.register(item for item, _ in pairs)
+            self._vector_rows += sum(vector is not None for _, vector in pairs)
 
     def get_items(self, ids: Sequence[str]) -> list[ContextItem]:
         """Items by id, in the order given; unknown ids are skipped."""
@@ -294,6 +245,7 @@ class LanceStore:
         before = self.items.count_rows(where)
         self.items.delete(where)
         self.usage.forget(targets)
+        self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
         return int(before)
 
     # --- iterations ------------------------------------------------------------------------
@@ -348,16 +300,21 @@ class LanceStore:
         )
         self._vector_index, self._nprobes, self._indexed_rows = True, self._probes_for(rows), rows
         if self.model_id is not None:
-            self._write_meta(self.model_id, self.dimension)
+            self._write_record()
+
+    def index_due(self) -> bool:
+        """True when the vector index should be built, or retrained because the table has
+        doubled since it was trained (cheap: uses a running count)."""
+        if self._vector_rows < self.vector_index_min_rows:
+            return False
+        return not self.has_vector_index() or self._vector_rows >= 2 * max(self._indexed_rows, 1)
 
     def maintain(self) -> MaintenanceReport:
         """Compact files, fold new rows into the indexes, drop old versions, and build the
         vector index once the table is large enough (retrained when it has doubled since)."""
         built = False
-        vectors = self.items.count_rows("vector IS NOT NULL")
-        if vectors >= self.vector_index_min_rows and (
-            not self.has_vector_index() or vectors >= 2 * max(self._indexed_rows, 1)
-        ):
+        self._vector_rows = vectors = int(self.items.count_rows("vector IS NOT NULL"))
+        if self.index_due():
             self._build_vector_index(vectors)
             built = True
         self.flush_usage()

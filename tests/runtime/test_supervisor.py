@@ -218,3 +218,93 @@ async def test_an_error_in_the_body_propagates_unwrapped(anyio_backend: str) -> 
         async with fast_supervisor() as sup:
             await sup.start(Echo())
             raise InvalidInput("from the body")
+
+
+async def test_a_handler_that_keeps_crashing_goes_down(anyio_backend: str) -> None:
+    with anyio.fail_after(5):
+        async with fast_supervisor(max_restarts=3) as sup:
+            echo = Echo()
+            await sup.start(echo)
+            for _ in range(3):
+                with pytest.raises(ActorUnavailable):
+                    await echo.call("crash", timeout=1)
+            await echo.health.wait_for(ActorState.DOWN)
+            assert echo.health.restarts == 2
+            with pytest.raises(ActorUnavailable, match="down"):
+                await echo.call("hello", timeout=1)
+
+
+async def test_queued_requests_fail_fast_when_the_grace_period_runs_out(
+    anyio_backend: str,
+) -> None:
+    gate = Gate()  # never released: shutdown must give up on it
+    outcomes: list[str] = []
+
+    async def ask(n: int) -> None:
+        try:
+            await gate.call(n, timeout=30)
+        except ActorUnavailable:
+            outcomes.append("unavailable")
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as callers:
+            async with fast_supervisor(shutdown_grace=0.05) as sup:
+                await sup.start(gate)
+                for n in range(4):
+                    callers.start_soon(ask, n)
+                while gate._inbox_send.statistics().current_buffer_used < 3:
+                    await anyio.lowlevel.checkpoint()
+    assert outcomes == ["unavailable"] * 4
+
+
+async def test_a_caller_cancelled_while_waiting_leaves_the_actor_serving(
+    anyio_backend: str,
+) -> None:
+    gate = Gate()
+    with anyio.fail_after(5):
+        async with fast_supervisor() as sup:
+            await sup.start(gate)
+            with anyio.move_on_after(0.05):
+                await gate.call(1, timeout=10)
+            gate.release.set()
+            assert await gate.call(2, timeout=1) == 2
+    assert gate.handled == [1, 2]
+
+
+async def test_cancelling_the_supervisor_scope_propagates(anyio_backend: str) -> None:
+    with anyio.fail_after(5):
+        with anyio.CancelScope() as scope:
+            async with fast_supervisor() as sup:
+                await sup.start(Echo())
+                scope.cancel()
+                await anyio.sleep(10)
+    assert scope.cancelled_caught
+
+
+async def test_stop_actor_answers_what_is_queued_then_refuses(anyio_backend: str) -> None:
+    gate = Gate()
+    answers: list[int] = []
+
+    async def ask(n: int) -> None:
+        answers.append(await gate.call(n, timeout=5))
+
+    async def stop() -> None:
+        snapshot = await sup.stop_actor("gate")
+        assert snapshot.state is ActorState.STOPPED
+
+    with anyio.fail_after(5):
+        async with fast_supervisor() as sup:
+            await sup.start(gate)
+            async with anyio.create_task_group() as callers:
+                for n in range(3):
+                    callers.start_soon(ask, n)
+                # One request in the handler, two queued, then stop while they wait.
+                while gate._inbox_send.statistics().current_buffer_used < 2:
+                    await anyio.lowlevel.checkpoint()
+                callers.start_soon(stop)
+                while gate._inbox_send.statistics().open_send_streams:
+                    await anyio.lowlevel.checkpoint()
+                gate.release.set()
+            with pytest.raises(ActorUnavailable, match="stopped"):
+                await gate.call(9, timeout=1)
+    assert sorted(answers) == [0, 1, 2]

@@ -59,14 +59,33 @@ def test_any_valid_tag_is_stored_and_filtered_literally(store: LanceStore, tag: 
     store.add_items([(decoy, vector), (target, vector)])
     found = store.list_items(ItemFilter(tags_any=(tag,)), limit=100)
     assert [item.id for item in found if item.id in (decoy.id, target.id)] == [target.id]
-    assert found[0].tags == (tag,) or any(item.tags == (tag,) for item in found)
+    assert all(tag in item.tags for item in found)
     assert store.get_items([target.id])[0].tags == (tag,)
+
+
+@pytest.fixture(scope="module")
+def prose_store() -> LanceStore:
+    store = LanceStore(None, model_id="unit", dimension=4)
+    words = "build failed because the cache key missed the lockfile hash".split()
+    store.add_items(
+        [
+            (ContextItem(content=" ".join(words[i:] + words[:i]), content_type=kind), None)
+            for i, kind in enumerate([ContextType.OUTPUT, ContextType.ERROR] * 5)
+        ]
+    )
+    return store
+
+
+def test_text_search_finds_words_and_honours_the_type_filter(prose_store: LanceStore) -> None:
+    hits = prose_store.text_search("lockfile", 20, ItemFilter(types=(ContextType.ERROR,)))
+    assert len(hits) == 5
+    assert all(item.content_type is ContextType.ERROR for item, _ in hits)
 
 
 @settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(text=st.text(min_size=1, max_size=60))
-def test_text_search_accepts_any_query_without_error(store: LanceStore, text: str) -> None:
-    hits = store.text_search(text, 5, ItemFilter(types=(ContextType.OUTPUT,)))
+def test_text_search_accepts_any_query_without_error(prose_store: LanceStore, text: str) -> None:
+    hits = prose_store.text_search(text, 5, ItemFilter(types=(ContextType.OUTPUT,)))
     assert all(item.content_type is ContextType.OUTPUT for item, _ in hits)

@@ -86,12 +86,23 @@ def test_maintenance_compacts_and_builds_the_vector_index_past_the_threshold(
 ) -> None:
     store = LanceStore(tmp_path, model_id="m", dimension=4, vector_index_min_rows=256)
     rng = np.random.default_rng(7)
+    indexed_needle = item("indexed needle")
+    store.add_items([(indexed_needle, unit(-0.5, 0.5, 0.5, 0.5))])
     for batch in range(3):
         vectors = rng.normal(size=(100, 4)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         store.add_items([(item(f"b{batch} row {i}"), vectors[i]) for i in range(100)])
     assert not store.has_vector_index()
+    assert store.index_due()
     report = store.maintain()
+    assert not store.index_due()
+    # Rows inside the IVF index still report exact cosine (LanceDB's own _distance would not).
+    near = store.vector_search(unit(-0.5, 0.5, 0.5, 0.5), 3, ItemFilter())
+    assert near[0][0].id == indexed_needle.id
+    assert near[0][1] == pytest.approx(1.0, abs=1e-5)
+    probe = unit(0.2, 0.9, -0.3, 0.1)
+    for _hit, similarity, vector in store.vector_search(probe, 5, ItemFilter()):
+        assert similarity == pytest.approx(float(vector @ probe), abs=1e-5)
     assert report.vector_index_built
     assert store.has_vector_index()
     target = item("needle")
@@ -99,7 +110,7 @@ def test_maintenance_compacts_and_builds_the_vector_index_past_the_threshold(
     hits = store.vector_search(unit(0.3, -0.2, 0.9, 0.1), 5, ItemFilter())
     assert hits[0][0].id == target.id
     assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
-    assert store.stats().items == 301
+    assert store.stats().items == 302
 
 
 def test_usage_counters_never_rewrite_the_items_table_and_persist(tmp_path: Path) -> None:
@@ -134,3 +145,11 @@ def test_items_stored_with_non_default_usefulness_keep_it(tmp_path: Path) -> Non
     store.flush_usage()
     reopened = LanceStore(tmp_path, model_id="m", dimension=4)
     assert reopened.get_items([skill.id])[0].usefulness_score == 0.8
+
+
+def test_a_refused_open_leaves_the_model_record_untouched(tmp_path: Path) -> None:
+    LanceStore(tmp_path, model_id="model-a", dimension=4)
+    (tmp_path / "store.json").unlink()  # record lost; the table still holds 4-d vectors
+    with pytest.raises(ModelMismatch, match="4-d"):
+        LanceStore(tmp_path, model_id="model-b", dimension=8)
+    assert not (tmp_path / "store.json").exists()

@@ -1,0 +1,85 @@
+"""The store's record of which embedding model made its vectors (``store.json``).
+
+Vectors from different models are not comparable, so a store refuses to open with another
+model or dimension and points to ``ralph-context reindex``. The record also remembers how many
+rows the vector index was trained on, so the index is retrained once the table has doubled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ralph_context.errors import ModelMismatch, StoreError
+
+__all__ = ["FALLBACK_DIMENSION", "META_FILE", "REINDEX_HINT", "StoreRecord", "reconcile"]
+
+META_FILE = "store.json"
+FORMAT_VERSION = 1
+# The dimension of the default model; used when a store is created before any model loads.
+FALLBACK_DIMENSION = 384
+REINDEX_HINT = "run `ralph-context reindex` to re-embed every item with the configured model"
+
+
+@dataclass(frozen=True)
+class StoreRecord:
+    """What ``store.json`` holds."""
+
+    model_id: str | None
+    dimension: int
+    vector_index_rows: int = 0
+    format: int = FORMAT_VERSION
+
+    @classmethod
+    def read(cls, location: Path | None) -> StoreRecord | None:
+        """The record at ``location``, ``None`` if there is none (or the store is in memory).
+
+        Raises:
+            StoreError: The file exists but is not a readable record.
+        """
+        if location is None:
+            return None
+        path = location / META_FILE
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+            model_id = loaded.get("model_id")
+            return cls(
+                model_id=model_id if isinstance(model_id, str) else None,
+                dimension=int(loaded["dimension"]),
+                vector_index_rows=int(loaded.get("vector_index_rows") or 0),
+            )
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise StoreError(f"{path} is unreadable ({exc}); the store's model is unknown") from exc
+
+    def write(self, location: Path | None) -> None:
+        """Replace the record atomically (temp file + rename)."""
+        if location is None:
+            return
+        location.mkdir(parents=True, exist_ok=True)
+        temporary = location / f".{META_FILE}.tmp"
+        temporary.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+        temporary.replace(location / META_FILE)
+
+
+def reconcile(
+    recorded: StoreRecord | None, model_id: str | None, dimension: int | None, where: str
+) -> tuple[str | None, int]:
+    """The model and dimension the store will use.
+
+    Raises:
+        ModelMismatch: The store's vectors come from another model or dimension.
+    """
+    if recorded is None:
+        return model_id, dimension or FALLBACK_DIMENSION
+    if model_id is None:
+        return recorded.model_id, recorded.dimension
+    if recorded.dimension != dimension or recorded.model_id not in (None, model_id):
+        built = f"{recorded.model_id!r} ({recorded.dimension}-d)"
+        raise ModelMismatch(
+            f"the store at {where} was built with {built} but the configured model is "
+            f"{model_id!r} ({dimension}-d); {REINDEX_HINT}"
+        )
+    return model_id, recorded.dimension
