@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -164,7 +165,7 @@ Preset = Literal["minimal", "standard", "aggressive"]
 # The seed's preset table. Its "aggressive" column asks for OpenAI embeddings; we have no
 # network to reach them, so every preset embeds locally. Archive/prune ages scale with
 # summarize_after so the three stay ordered.
-PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+PRESETS: dict[str, dict[str, dict[str, object]]] = {
     "minimal": {
         "storage": {"persistence": "session", "max_size_mb": 100},
         "retrieval": {"max_items_per_query": 5},
@@ -282,7 +283,7 @@ class Settings(BaseSettings):
             return _xdg("XDG_DATA_HOME", ".local/share") / "ralph-context" / path
         return self._root / path
 
-    def with_overrides(self, **sections: dict[str, Any]) -> Settings:
+    def with_overrides(self, **sections: Mapping[str, object]) -> Settings:
         """A copy with some section keys replaced, validated like a file would be.
 
         Raises:

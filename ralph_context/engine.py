@@ -94,6 +94,11 @@ class Engine:
     Args:
         settings: Loaded configuration; ``None`` means defaults plus environment.
         model_loader: How the embedding actor loads its model (tests inject failures here).
+
+    Raises:
+        ConfigError: ``settings`` is ``None`` and the configuration is invalid.
+        ModelMismatch: On entering, when the store was built with another embedding model
+            (run ``ralph-context reindex``). Every other failure of a part degrades instead.
     """
 
     def __init__(

@@ -132,6 +132,9 @@ StorageRequest = (
 class StorageActor(Actor[StorageRequest, object]):
     """Serves the store; typed helpers below wrap :meth:`call` for each request.
 
+    Every helper raises ``ActorUnavailable`` when the actor is down, restarting or slower than
+    ``timeout``, and ``StoreError`` when the store refuses the data in a request.
+
     Args:
         settings: The ``storage`` section.
         location: Store directory, or ``None`` for an in-memory store.

