@@ -326,12 +326,15 @@ def _read_block(source: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {str(source)!r} is not valid YAML: {exc}") from None
     node: Any = document if document is not None else {}
     walked: list[str] = []
+    switched_off = False
     for name in _BLOCK:
         if not isinstance(node, dict):
             raise ConfigError(
                 f"{'.'.join(walked) or 'the document'} in {str(source)!r} must be a mapping, "
                 f"got {type(node).__name__}"
             )
+        # The seed has a switch at each level: `learning.enabled` turns all learning off.
+        switched_off = switched_off or node.get("enabled") is False
         walked.append(name)
         node = node.get(name, {})
         if node is None:
@@ -340,7 +343,7 @@ def _read_block(source: Path) -> dict[str, Any]:
         raise ConfigError(
             f"{'.'.join(_BLOCK)} in {str(source)!r} must be a mapping, got {type(node).__name__}"
         )
-    return node
+    return {**node, "enabled": False} if switched_off else node
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -185,3 +185,14 @@ def test_cli_exits_non_zero_on_a_bad_config_without_creating_the_store(tmp_path:
     assert "-5" in done.stderr
     assert done.stdout == ""
     assert not store.exists()
+
+
+def test_the_top_level_learning_switch_turns_the_block_off(tmp_path: Path) -> None:
+    on = write(tmp_path / "on.yaml", "learning:\n  enabled: true\n  mcp_context: {}\n")
+    off = write(
+        tmp_path / "off.yaml", "learning:\n  enabled: false\n  mcp_context:\n    enabled: true\n"
+    )
+    inner = write(tmp_path / "inner.yaml", "learning:\n  mcp_context:\n    enabled: false\n")
+    assert Settings.load(on).enabled
+    assert not Settings.load(off).enabled
+    assert not Settings.load(inner).enabled
