@@ -1,0 +1,128 @@
+"""Relevance scoring and the token budget (pure functions; the scoring actor will call them).
+
+relevance = semantic·w_s + recency·w_r + usefulness·w_u + type_match·w_t, weights from
+``scoring`` in ralph.yaml (they sum to 1, so relevance stays in [0, 1]):
+
+- semantic: cosine similarity of query and item, clamped to [0, 1] (= 1 - cosine distance).
+- recency: exp(-λ·age), age in iterations since the item was stored; λ = 0.1, and 0.05 for
+  skills, which are meant to outlive the iterations that taught them.
+- usefulness: the item's feedback score (starts 0.5; ``mark_useful`` moves it).
+- type_match: 1.0 when the item's type was asked for (or no type was), else 0.5.
+
+The budget keeps the best items whose estimated tokens fit, skipping (not stopping at) one
+that does not fit, and drops near-duplicates (cosine > 0.95) of an item already kept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ralph_context.config import ScoringSettings
+from ralph_context.embeddings.local import Vectors
+from ralph_context.models import ContextItem, ContextType
+
+__all__ = [
+    "NEAR_DUPLICATE",
+    "Scored",
+    "estimate_tokens",
+    "fit_budget",
+    "recency",
+    "relevance",
+    "type_match",
+]
+
+DECAY = 0.1
+SKILL_DECAY = 0.05
+NEAR_DUPLICATE = 0.95
+# Prompt tokens per character for English text and code; the consumer's LLM tokenizer is
+# unknown here, and ~4 characters a token is the usual estimate.
+CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class Scored:
+    """An item with its relevance and the four factors behind it."""
+
+    item: ContextItem
+    score: float
+    breakdown: dict[str, float]
+    vector: Vectors | None = None
+
+
+def recency(age: int, content_type: ContextType) -> float:
+    """exp(-λ·age); future items (negative age) count as fresh."""
+    rate = SKILL_DECAY if content_type is ContextType.SKILL else DECAY
+    return math.exp(-rate * max(age, 0))
+
+
+def type_match(content_type: ContextType, requested: Sequence[ContextType]) -> float:
+    """1.0 for a requested type (every type, when none was requested), else 0.5."""
+    return 1.0 if not requested or content_type in requested else 0.5
+
+
+def relevance(
+    item: ContextItem,
+    similarity: float,
+    *,
+    now: int,
+    requested: Sequence[ContextType],
+    weights: ScoringSettings,
+    vector: Vectors | None = None,
+) -> Scored:
+    """Score one candidate; ``now`` is the current iteration (the lifecycle clock)."""
+    factors = {
+        "semantic": min(max(similarity, 0.0), 1.0),
+        "recency": recency(now - item.created_iteration, item.content_type),
+        "usefulness": item.usefulness_score,
+        "type_match": type_match(item.content_type, requested),
+    }
+    score = (
+        factors["semantic"] * weights.semantic_weight
+        + factors["recency"] * weights.recency_weight
+        + factors["usefulness"] * weights.usefulness_weight
+        + factors["type_match"] * weights.type_match_weight
+    )
+    return Scored(item, score, factors, vector)
+
+
+def estimate_tokens(text: str) -> int:
+    """Prompt tokens ``text`` will cost, estimated from its length (at least 1)."""
+    return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
+
+
+def fit_budget(
+    ranked: Sequence[Scored],
+    *,
+    max_items: int,
+    max_tokens: int,
+    cost: Callable[[ContextItem], int] = lambda item: estimate_tokens(item.content),
+) -> list[Scored]:
+    """The best items, in order, that fit ``max_tokens`` without near-duplicates.
+
+    Args:
+        ranked: Candidates, best first.
+        max_items: At most this many are kept.
+        max_tokens: Their estimated token costs sum to at most this.
+        cost: Token cost of an item (default: its content length / 4).
+    """
+    kept: list[Scored] = []
+    kept_vectors: list[Vectors] = []
+    spent = 0
+    for candidate in ranked:
+        if len(kept) >= max_items:
+            break
+        price = cost(candidate.item)
+        if spent + price > max_tokens:
+            continue
+        if candidate.vector is not None and kept_vectors:
+            if float(np.max(np.stack(kept_vectors) @ candidate.vector)) > NEAR_DUPLICATE:
+                continue
+        kept.append(candidate)
+        spent += price
+        if candidate.vector is not None:
+            kept_vectors.append(candidate.vector)
+    return kept

@@ -1,0 +1,117 @@
+"""The relevance formula and the token budget, on hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ralph_context.config import ScoringSettings
+from ralph_context.models import ContextItem, ContextType
+from ralph_context.scoring import (
+    Scored,
+    estimate_tokens,
+    fit_budget,
+    recency,
+    relevance,
+    type_match,
+)
+
+WEIGHTS = ScoringSettings()
+
+
+def item(
+    content: str = "x",
+    kind: ContextType = ContextType.ERROR,
+    iteration: int = 0,
+    usefulness: float = 0.5,
+) -> ContextItem:
+    return ContextItem(
+        content=content,
+        content_type=kind,
+        created_iteration=iteration,
+        usefulness_score=usefulness,
+    )
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.asarray(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def test_recency_decays_and_skills_decay_slower() -> None:
+    assert recency(0, ContextType.ERROR) == 1.0
+    assert recency(10, ContextType.ERROR) == pytest.approx(math.exp(-1.0))
+    assert recency(10, ContextType.SKILL) == pytest.approx(math.exp(-0.5))
+    assert recency(10, ContextType.SKILL) > recency(10, ContextType.ITERATION)
+    assert recency(-3, ContextType.TASK) == 1.0
+
+
+def test_type_match_is_one_for_requested_types_else_half() -> None:
+    assert type_match(ContextType.ERROR, [ContextType.ERROR, ContextType.SKILL]) == 1.0
+    assert type_match(ContextType.FILE, [ContextType.ERROR]) == 0.5
+    assert type_match(ContextType.FILE, []) == 1.0
+
+
+def test_relevance_is_the_weighted_sum_of_the_seed() -> None:
+    scored = relevance(
+        item(kind=ContextType.ERROR, iteration=2, usefulness=0.6),
+        0.8,
+        now=7,
+        requested=[ContextType.SKILL],
+        weights=WEIGHTS,
+    )
+    expected = 0.8 * 0.4 + math.exp(-0.5) * 0.25 + 0.6 * 0.2 + 0.5 * 0.15
+    assert scored.score == pytest.approx(expected)
+    assert scored.breakdown == pytest.approx(
+        {"semantic": 0.8, "recency": math.exp(-0.5), "usefulness": 0.6, "type_match": 0.5}
+    )
+
+
+def test_negative_similarity_counts_as_zero() -> None:
+    scored = relevance(item(), -0.3, now=0, requested=[], weights=WEIGHTS)
+    assert scored.breakdown["semantic"] == 0.0
+
+
+def test_feedback_can_reorder_two_equally_similar_items() -> None:
+    liked = relevance(item(usefulness=0.9), 0.7, now=0, requested=[], weights=WEIGHTS)
+    disliked = relevance(item(usefulness=0.1), 0.7, now=0, requested=[], weights=WEIGHTS)
+    assert liked.score - disliked.score == pytest.approx(0.8 * 0.2)
+
+
+def test_token_estimate_is_a_quarter_of_the_characters() -> None:
+    assert estimate_tokens("") == 1
+    assert estimate_tokens("abcd") == 1
+    assert estimate_tokens("abcde") == 2
+    assert estimate_tokens("x" * 400) == 100
+
+
+def scored(content: str, score: float, vector: np.ndarray | None = None) -> Scored:
+    return Scored(item(content), score, {}, vector)
+
+
+def test_budget_skips_what_does_not_fit_and_keeps_filling() -> None:
+    ranked = [
+        scored("a" * 40, 0.9),  # 10 tokens
+        scored("b" * 400, 0.8),  # 100 tokens: does not fit after the first
+        scored("c" * 20, 0.7),  # 5 tokens
+        scored("d" * 24, 0.6),  # 6 tokens: would exceed 20
+    ]
+    kept = fit_budget(ranked, max_items=10, max_tokens=20)
+    assert [s.item.content[0] for s in kept] == ["a", "c"]
+    assert sum(estimate_tokens(s.item.content) for s in kept) <= 20
+
+
+def test_budget_respects_max_items() -> None:
+    ranked = [scored(str(n), 1 - n / 10) for n in range(5)]
+    assert len(fit_budget(ranked, max_items=3, max_tokens=1000)) == 3
+
+
+def test_near_duplicates_of_a_kept_item_are_collapsed() -> None:
+    base = unit(1, 0, 0, 0)
+    twin = unit(1, 0.05, 0, 0)  # cosine ~0.9988 with base
+    other = unit(0.6, 0.8, 0, 0)  # cosine 0.6
+    ranked = [scored("first", 0.9, base), scored("twin", 0.8, twin), scored("other", 0.7, other)]
+    kept = fit_budget(ranked, max_items=10, max_tokens=1000)
+    assert [s.item.content for s in kept] == ["first", "other"]
