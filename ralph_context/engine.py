@@ -24,7 +24,7 @@ from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.storage import StorageActor
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
-from ralph_context.errors import ActorUnavailable, ItemNotFound, StoreError
+from ralph_context.errors import ActorUnavailable, InvalidInput, ItemNotFound, StoreError
 from ralph_context.models import (
     ContextItem,
     ContextType,
@@ -57,6 +57,9 @@ MAX_QUERY_CHARS = 500
 MAX_ITEMS = 50
 # Over-retrieve so thresholds and (later) re-scoring have room to choose from.
 CANDIDATE_FACTOR = 4
+# mark_useful: the seed's +0.10 for helpful, -0.15 for not.
+HELPFUL_DELTA = 0.10
+UNHELPFUL_DELTA = -0.15
 # Texts per embedding request: ~3 s of work here, far inside the per-call deadline.
 EMBED_CHUNK = 256
 
@@ -260,6 +263,30 @@ class Engine:
         """
         check_int(last_n, name="last_n", high=1000)
         return await self._require_storage().recent_iterations(last_n)
+
+    async def mark_useful(self, item_id: str, helpful: bool, reason: str | None = None) -> float:
+        """Record feedback on an item; future rankings weigh its usefulness.
+
+        Helpful moves usefulness up by 0.10, not helpful down by 0.15 (the seed's asymmetry:
+        one bad retrieval costs more than one good one earns), clamped to [0, 1].
+
+        Returns:
+            The item's new usefulness.
+
+        Raises:
+            InvalidInput: A malformed id, a non-boolean ``helpful``, or a bad ``reason``.
+            ItemNotFound: No item has that id.
+            ActorUnavailable: The store is down.
+        """
+        target = check_item_id(item_id)
+        if not isinstance(helpful, bool):
+            raise InvalidInput(f"helpful must be true or false, got {helpful!r}")
+        if reason is not None:
+            check_text(reason, name="reason", max_chars=2_000)
+        delta = HELPFUL_DELTA if helpful else UNHELPFUL_DELTA
+        score = await self._require_storage().adjust_usefulness(target, delta)
+        log.info("feedback", item_id=target, helpful=helpful, usefulness=score, reason=reason)
+        return score
 
     # --- reading ----------------------------------------------------------------------------
 

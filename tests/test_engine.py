@@ -380,3 +380,36 @@ async def test_bulk_path_refuses_bad_vectors_and_bad_content(
                     [(ContextItem(content="  ", content_type=ContextType.OUTPUT), good)]
                 )
             assert (await engine.stats()).items == 0
+
+
+async def test_mark_useful_moves_usefulness_clamps_and_persists(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    from ralph_context import InvalidInput
+
+    settings = make_settings()
+    with anyio.fail_after(30):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            item = await engine.store("retry the flaky upload with backoff", "skill")
+            up = await engine.mark_useful(item.id, True, reason="fixed the upload")
+            down = await engine.mark_useful(item.id, False)
+            for _ in range(10):
+                floor = await engine.mark_useful(item.id, False)
+            with pytest.raises(ItemNotFound, match="no context item with id 'missing'"):
+                await engine.mark_useful("missing", True)
+            with pytest.raises(InvalidInput, match="helpful must be true or false"):
+                await engine.mark_useful(item.id, "yes")  # type: ignore[arg-type]
+            for _ in range(20):
+                ceiling = await engine.mark_useful(item.id, True)
+            seen = await engine.get(item.id)
+        async with Engine(settings, model_loader=shared_model) as engine:
+            persisted = await engine.get(item.id)
+            await engine.mark_useful(item.id, False)
+            hit = (await engine.search("upload keeps failing", min_score=0.0)).items[0]
+    assert up == pytest.approx(0.6)
+    assert down == pytest.approx(0.45)
+    assert floor == 0.0
+    assert ceiling == 1.0
+    assert seen.usefulness_score == persisted.usefulness_score == 1.0
+    assert hit.item.id == item.id
+    assert hit.item.usefulness_score == pytest.approx(0.85)

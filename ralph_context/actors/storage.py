@@ -28,6 +28,7 @@ from ralph_context.storage.lance_store import LanceStore, MaintenanceReport, Sto
 __all__ = [
     "AddItems",
     "AddIteration",
+    "AdjustUsefulness",
     "DeleteItems",
     "GetItems",
     "ListItems",
@@ -90,6 +91,12 @@ class RecordAccess:
 
 
 @dataclass(frozen=True)
+class AdjustUsefulness:
+    item_id: str
+    delta: float
+
+
+@dataclass(frozen=True)
 class DeleteItems:
     ids: tuple[str, ...]
 
@@ -121,6 +128,7 @@ StorageRequest = (
     | VectorSearch
     | TextSearch
     | RecordAccess
+    | AdjustUsefulness
     | DeleteItems
     | AddIteration
     | RecentIterations
@@ -217,6 +225,8 @@ class StorageActor(Actor[StorageRequest, object]):
                 if usage >= _USAGE_FLUSH_AT or (usage and stale):
                     await self._flush_usage()
                 return None
+            case AdjustUsefulness(item_id, delta):
+                return await self._run(self.store.adjust_usefulness, item_id, delta)
             case DeleteItems(ids):
                 deleted = await self._run(self.store.delete_items, ids)
                 self._writes += 1
@@ -298,6 +308,10 @@ class StorageActor(Actor[StorageRequest, object]):
 
     async def record_access(self, ids: Sequence[str]) -> None:
         await self.call(RecordAccess(tuple(ids)), timeout=self.timeout)
+
+    async def adjust_usefulness(self, item_id: str, delta: float) -> float:
+        reply = await self.call(AdjustUsefulness(item_id, delta), timeout=self.timeout)
+        return cast(float, reply)
 
     async def delete_items(self, ids: Sequence[str]) -> int:
         return cast(int, await self.call(DeleteItems(tuple(ids)), timeout=self.timeout))

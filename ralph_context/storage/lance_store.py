@@ -29,7 +29,7 @@ from lancedb.index import FTS, Bitmap, BTree, IvfSq, LabelList
 from lancedb.query import MatchQuery
 
 from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import ModelMismatch
+from ralph_context.errors import ItemNotFound, ModelMismatch
 from ralph_context.models import ContextItem, IterationResult
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile
@@ -227,6 +227,20 @@ class LanceStore:
     def record_access(self, ids: Iterable[str], when: datetime) -> None:
         """Count a retrieval of each id (in memory; written by :meth:`flush_usage`)."""
         self.usage.record_access(ids, when)
+
+    def adjust_usefulness(self, item_id: str, delta: float) -> float:
+        """Move an item's usefulness by ``delta`` (clamped to [0, 1]) and write it now:
+        feedback is rare and precious, unlike access counts. Returns the new score.
+
+        Raises:
+            ItemNotFound: No item has that id.
+        """
+        if not self.get_items([item_id]):
+            raise ItemNotFound(f"no context item with id {item_id!r}")
+        score = min(1.0, max(0.0, self.usage.get(item_id).usefulness_score + delta))
+        self.usage.set_usefulness(item_id, score)
+        self.usage.flush()
+        return score
 
     def set_usefulness(self, item_id: str, score: float) -> None:
         """Set an item's usefulness (in memory; written by :meth:`flush_usage`)."""
