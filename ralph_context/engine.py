@@ -154,7 +154,7 @@ class Engine:
             # A model mismatch is a configuration problem the user must fix, not a degradation.
             raise storage.fatal
         if storage.health.snapshot().serving:
-            self._iteration = (await storage.stats()).latest_iteration
+            self._iteration = await storage.latest_iteration()
 
     async def __aexit__(
         self,

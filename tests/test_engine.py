@@ -413,3 +413,19 @@ async def test_mark_useful_moves_usefulness_clamps_and_persists(
     assert seen.usefulness_score == persisted.usefulness_score == 1.0
     assert hit.item.id == item.id
     assert hit.item.usefulness_score == pytest.approx(0.85)
+
+
+async def test_the_iteration_clock_survives_a_restart(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    from ralph_context import IterationResult
+
+    settings = make_settings()
+    with anyio.fail_after(30):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            await engine.record_iteration(IterationResult(iteration=7, success=True, summary="s"))
+        async with Engine(settings, model_loader=shared_model) as engine:
+            clock = engine.current_iteration
+            item = await engine.store("stored after the restart", "output")
+    assert clock == 7
+    assert item.created_iteration == 7

@@ -31,6 +31,7 @@ __all__ = [
     "AdjustUsefulness",
     "DeleteItems",
     "GetItems",
+    "LatestIteration",
     "ListItems",
     "Maintain",
     "RecentIterations",
@@ -117,6 +118,11 @@ class Stats:
 
 
 @dataclass(frozen=True)
+class LatestIteration:
+    pass
+
+
+@dataclass(frozen=True)
 class Maintain:
     pass
 
@@ -133,6 +139,7 @@ StorageRequest = (
     | AddIteration
     | RecentIterations
     | Stats
+    | LatestIteration
     | Maintain
 )
 
@@ -239,6 +246,8 @@ class StorageActor(Actor[StorageRequest, object]):
                 return await self._run(self.store.recent_iterations, last_n)
             case Stats():
                 return await self._run(self.store.stats)
+            case LatestIteration():
+                return await self._run(self.store.latest_iteration)
             case Maintain():
                 return await self._maintain()
             case AddItems(pairs):
@@ -325,6 +334,9 @@ class StorageActor(Actor[StorageRequest, object]):
 
     async def stats(self) -> StoreStats:
         return cast(StoreStats, await self.call(Stats(), timeout=self.timeout))
+
+    async def latest_iteration(self) -> int:
+        return cast(int, await self.call(LatestIteration(), timeout=self.timeout))
 
     async def maintain(self) -> MaintenanceReport:
         return cast(MaintenanceReport, await self.call(Maintain(), timeout=self.timeout * 10))
