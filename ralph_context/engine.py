@@ -57,6 +57,7 @@ MAX_QUERY_CHARS = 500
 MAX_ITEMS = 50
 # Over-retrieve so thresholds and (later) re-scoring have room to choose from.
 CANDIDATE_FACTOR = 4
+_NOT_STARTED = "the engine is not started (use `async with Engine(...)`)"
 # mark_useful: the seed's +0.10 for helpful, -0.15 for not.
 HELPFUL_DELTA = 0.10
 UNHELPFUL_DELTA = -0.15
@@ -441,7 +442,7 @@ class Engine:
             ActorUnavailable: The engine is not started.
         """
         if self._supervisor is None:
-            raise ActorUnavailable("the engine is not started (use `async with Engine(...)`)")
+            raise ActorUnavailable(_NOT_STARTED)
         return self._supervisor
 
     # --- internals --------------------------------------------------------------------------
@@ -494,7 +495,7 @@ class Engine:
 
     def _require_embedding(self) -> EmbeddingActor:
         if self._embedding is None:
-            raise ActorUnavailable("the engine is not started (use `async with Engine(...)`)")
+            raise ActorUnavailable(_NOT_STARTED)
         return self._embedding
 
     def _require_embedding_model(self) -> int:
@@ -505,5 +506,5 @@ class Engine:
 
     def _require_storage(self) -> StorageActor:
         if self._storage is None:
-            raise ActorUnavailable("the engine is not started (use `async with Engine(...)`)")
+            raise ActorUnavailable(_NOT_STARTED)
         return self._storage

@@ -14,6 +14,7 @@ Why the details below:
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -390,7 +391,4 @@ def _total_bytes(table: Any) -> int:
 
 
 def _counts(values: Iterable[object]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for value in values:
-        counts[str(value)] = counts.get(str(value), 0) + 1
-    return counts
+    return dict(Counter(str(value) for value in values))

@@ -19,6 +19,7 @@ from ralph_context.embeddings.batching import plan_batches
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.errors import StoreError
 from ralph_context.storage.lance_store import STORAGE_OPTIONS, LanceStore
+from ralph_context.storage.meta import META_FILE
 from ralph_context.storage.schema import ITEMS, items_schema
 
 __all__ = ["reindex_store"]
@@ -57,7 +58,7 @@ def reindex_store(
     table = old.append_column(schema.field("vector"), column).select(schema.names).cast(schema)
     db.create_table(ITEMS, data=table, mode="overwrite")
     # Overwriting dropped the indexes and model record; reopening rebuilds both.
-    (location / "store.json").unlink(missing_ok=True)
+    (location / META_FILE).unlink(missing_ok=True)
     # Reopening writes the new model record and rebuilds the scalar and text indexes;
     # maintenance rebuilds the vector index the overwrite dropped.
     LanceStore(location, model_id=embedder.model_id, dimension=embedder.dimension).maintain()

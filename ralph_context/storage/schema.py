@@ -122,7 +122,4 @@ def iteration_to_row(result: IterationResult) -> dict[str, Any]:
 
 def iteration_from_row(row: Mapping[str, Any]) -> IterationResult:
     """Rebuild an ``IterationResult``."""
-    return IterationResult.model_validate(
-        {**row, "created_at": _utc(row["created_at"]), "tool_calls": tuple(row["tool_calls"])}
-        | {"artifacts": tuple(row["artifacts"])}
-    )
+    return IterationResult.model_validate({**row, "created_at": _utc(row["created_at"])})
