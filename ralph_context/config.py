@@ -106,6 +106,11 @@ class RetrievalSettings(_Section):
 
     max_items_per_query: int = Field(default=10, ge=1, le=50)
     min_relevance_score: float = Field(default=0.3, ge=0.0, le=1.0, allow_inf_nan=False)
+    # The gate before scoring. With the seed's weights a fresh, unrated item scores 0.5 on
+    # recency, usefulness and type alone, above any sensible min_score, so an unrelated item
+    # would always be returned; candidates must first be at least this similar to the query.
+    # MiniLM puts unrelated English sentences at ~0.0-0.15 and paraphrases at 0.5+.
+    min_similarity: float = Field(default=0.2, ge=-1.0, le=1.0, allow_inf_nan=False)
     context_types: tuple[ContextType, ...] = (
         ContextType.SKILL,
         ContextType.ERROR,
@@ -115,8 +120,9 @@ class RetrievalSettings(_Section):
 
 
 class LifecycleSettings(_Section):
-    """Ages (in iterations) at which an item is summarized, archived, pruned."""
+    """Ages (in iterations) at which an item starts aging, is summarized, archived, pruned."""
 
+    aging_after_iterations: int = Field(default=5, ge=0)
     summarize_after_iterations: int = Field(default=20, ge=1)
     archive_after_iterations: int = Field(default=50, ge=1)
     prune_after_iterations: int = Field(default=100, ge=1)
@@ -125,15 +131,16 @@ class LifecycleSettings(_Section):
     @model_validator(mode="after")
     def _ordered(self) -> LifecycleSettings:
         if not (
-            self.summarize_after_iterations
+            self.aging_after_iterations
+            < self.summarize_after_iterations
             < self.archive_after_iterations
             < self.prune_after_iterations
         ):
             raise ValueError(
-                "ages must grow: summarize_after_iterations "
-                f"({self.summarize_after_iterations}) < archive_after_iterations "
-                f"({self.archive_after_iterations}) < prune_after_iterations "
-                f"({self.prune_after_iterations})"
+                f"ages must grow: aging_after_iterations ({self.aging_after_iterations}) "
+                f"< summarize_after_iterations ({self.summarize_after_iterations}) "
+                f"< archive_after_iterations ({self.archive_after_iterations}) "
+                f"< prune_after_iterations ({self.prune_after_iterations})"
             )
         return self
 

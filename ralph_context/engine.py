@@ -11,7 +11,6 @@ naming why). Whatever served the query is recorded in ``RetrievalResult.tier``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -21,6 +20,7 @@ import structlog
 
 from ralph_context._logging import ensure_logging
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
+from ralph_context.actors.scoring import ScoringActor
 from ralph_context.actors.storage import StorageActor
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
@@ -31,9 +31,9 @@ from ralph_context.models import (
     IterationResult,
     JsonValue,
     RetrievalResult,
-    RetrievedItem,
     Tier,
 )
+from ralph_context.retrieval import Query, Retriever
 from ralph_context.runtime import HealthSnapshot, Supervisor
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import StoreStats
@@ -55,8 +55,8 @@ log = structlog.get_logger("ralph_context.engine")
 
 MAX_QUERY_CHARS = 500
 MAX_ITEMS = 50
-# Over-retrieve so thresholds and (later) re-scoring have room to choose from.
-CANDIDATE_FACTOR = 4
+# The largest token budget a query may ask for (a 1M-token context window).
+MAX_TOKENS = 1_000_000
 _NOT_STARTED = "the engine is not started (use `async with Engine(...)`)"
 # mark_useful: the seed's +0.10 for helpful, -0.15 for not.
 HELPFUL_DELTA = 0.10
@@ -116,6 +116,7 @@ class Engine:
         self._supervisor: Supervisor | None = None
         self._embedding: EmbeddingActor | None = None
         self._storage: StorageActor | None = None
+        self._retriever: Retriever | None = None
         self._iteration = 0
 
     # --- lifetime ---------------------------------------------------------------------------
@@ -156,6 +157,16 @@ class Engine:
             raise storage.fatal
         if storage.health.snapshot().serving:
             self._iteration = await storage.latest_iteration()
+        scoring = ScoringActor(settings.scoring, timeout=settings.embeddings.timeout_seconds)
+        await supervisor.start(scoring)
+        self._retriever = Retriever(
+            settings,
+            embedding=embedding,
+            storage=storage,
+            scoring=scoring,
+            clock=lambda: self._iteration,
+            semantic_unavailable=self._semantic_unavailable,
+        )
 
     async def __aexit__(
         self,
@@ -310,17 +321,25 @@ class Engine:
         max_items: int | None = None,
         context_types: Sequence[ContextType | str] | None = None,
         min_score: float | None = None,
+        max_tokens: int | None = None,
         tags: Sequence[str] | None = None,
+        prefer_types: Sequence[ContextType | str] | None = None,
     ) -> RetrievalResult:
-        """Find the items most relevant to ``query``, best first.
+        """Find the items most relevant to ``query``, best first, within a token budget.
 
         Args:
             query: What the loop is working on; only the first 500 characters are used.
             max_items: 1-50; defaults to ``retrieval.max_items_per_query``.
-            context_types: Only these types; ``None`` means every type.
-            min_score: Drop semantic matches below this cosine similarity; defaults to
-                ``retrieval.min_relevance_score``. The text tier ranks by BM25 instead.
+            context_types: Only these types (they also count as requested for type match);
+                ``None`` means every type.
+            min_score: Drop items whose relevance is below this; defaults to
+                ``retrieval.min_relevance_score``.
+            max_tokens: Estimated prompt tokens the items may use together; defaults to
+                ``retrieval.max_context_tokens``.
             tags: Only items carrying at least one of these tags.
+            prefer_types: Types that score full type match without filtering the others out
+                (the Ralph hook's ``retrieval.context_types``). Ignored if ``context_types``
+                is given.
 
         Raises:
             InvalidInput: A bad argument. Failures of the engine's parts never raise; they
@@ -336,74 +355,17 @@ class Engine:
         threshold = check_score(
             retrieval.min_relevance_score if min_score is None else min_score, name="min_score"
         )
-        where = ItemFilter(types=check_context_types(context_types), tags_any=check_tags(tags))
-        reason = self._semantic_unavailable()
-        if reason is None:
-            try:
-                return await self._semantic(text, limit, threshold, where)
-            except (ActorUnavailable, StoreError) as exc:
-                reason = f"semantic search failed: {exc}"
-        log.info("search_degraded", tier=Tier.TEXT.value, reason=reason)
-        try:
-            return await self._text(text, limit, where, reason)
-        except (ActorUnavailable, StoreError) as exc:
-            reason = f"{reason}; text search failed: {exc}"
-            log.warning("search_degraded", tier=Tier.NONE.value, reason=reason)
-            return RetrievalResult(tier=Tier.NONE, degraded_reason=reason)
-
-    async def _semantic(
-        self, query: str, limit: int, threshold: float, where: ItemFilter
-    ) -> RetrievalResult:
-        embedding, storage = self._require_embedding(), self._require_storage()
-        started = time.perf_counter()
-        vector = (await embedding.call(EmbedRequest((query,)), timeout=self._timeout))[0]
-        embedded = time.perf_counter()
-        hits = await storage.vector_search(vector, limit * CANDIDATE_FACTOR, where)
-        searched = time.perf_counter()
-        kept = [(item, sim) for item, sim, _ in hits if sim >= threshold]
-        chosen = kept[:limit]
-        await self._note_access([item.id for item, _ in chosen])
-        return RetrievalResult(
-            items=tuple(
-                RetrievedItem(item=item, score=sim, breakdown={"semantic": sim})
-                for item, sim in chosen
-            ),
-            query_embedding_time_ms=(embedded - started) * 1000,
-            search_time_ms=(searched - embedded) * 1000,
-            total_candidates=len(hits),
-            filtered_count=len(hits) - len(kept),
-            tier=Tier.SEMANTIC,
+        budget = check_int(
+            retrieval.max_context_tokens if max_tokens is None else max_tokens,
+            name="max_tokens",
+            high=MAX_TOKENS,
         )
-
-    async def _text(
-        self, query: str, limit: int, where: ItemFilter, reason: str | None
-    ) -> RetrievalResult:
-        storage = self._require_storage()
-        started = time.perf_counter()
-        hits = await storage.text_search(query, limit * CANDIDATE_FACTOR, where)
-        searched = time.perf_counter()
-        best = max((score for _, score in hits), default=0.0) or 1.0
-        chosen = hits[:limit]
-        await self._note_access([item.id for item, _ in chosen])
-        return RetrievalResult(
-            items=tuple(
-                RetrievedItem(item=item, score=score / best, breakdown={"text": score / best})
-                for item, score in chosen
-            ),
-            search_time_ms=(searched - started) * 1000,
-            total_candidates=len(hits),
-            filtered_count=0,
-            tier=Tier.TEXT,
-            degraded_reason=reason,
+        only = check_context_types(context_types)
+        preferred = only or check_context_types(prefer_types)
+        where = ItemFilter(types=only, tags_any=check_tags(tags))
+        return await self._require_retriever().search(
+            Query(text, limit, threshold, budget, where, preferred)
         )
-
-    async def _note_access(self, ids: list[str]) -> None:
-        if not ids:
-            return
-        try:
-            await self._require_storage().record_access(ids)
-        except ActorUnavailable as exc:
-            log.warning("access_not_recorded", reason=str(exc))
 
     # --- inspection -------------------------------------------------------------------------
 
@@ -503,6 +465,11 @@ class Engine:
         if dimension is None:
             raise StoreError("no embedding model is loaded")
         return dimension
+
+    def _require_retriever(self) -> Retriever:
+        if self._retriever is None:
+            raise ActorUnavailable(_NOT_STARTED)
+        return self._retriever
 
     def _require_storage(self) -> StorageActor:
         if self._storage is None:

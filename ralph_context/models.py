@@ -111,6 +111,7 @@ class RetrievedItem(BaseModel):
     item: ContextItem
     score: float
     breakdown: dict[str, float] = Field(default_factory=dict)
+    tokens: int = 0
 
 
 class RetrievalResult(BaseModel):
@@ -122,6 +123,12 @@ class RetrievalResult(BaseModel):
     query_embedding_time_ms: float = 0.0
     search_time_ms: float = 0.0
     total_candidates: int = 0
+    # Candidates turned away: under the similarity gate or min_score; over the token budget;
+    # near-duplicates (cosine > 0.95) of an item already kept.
     filtered_count: int = 0
+    over_budget_count: int = 0
+    duplicate_count: int = 0
+    tokens_used: int = 0
+    token_budget: int = 0
     tier: Tier = Tier.NONE
     degraded_reason: str | None = None

@@ -27,9 +27,13 @@ from ralph_context.models import ContextItem, ContextType
 
 __all__ = [
     "NEAR_DUPLICATE",
+    "Candidate",
+    "Ranking",
     "Scored",
     "estimate_tokens",
     "fit_budget",
+    "item_tokens",
+    "rank",
     "recency",
     "relevance",
     "type_match",
@@ -41,6 +45,8 @@ NEAR_DUPLICATE = 0.95
 # Prompt tokens per character for English text and code; the consumer's LLM tokenizer is
 # unknown here, and ~4 characters a token is the usual estimate.
 CHARS_PER_TOKEN = 4
+# "### [ITERATION]" plus the blank line around a block, as the Ralph hook renders it.
+HEADER_TOKENS = 6
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,11 @@ def relevance(
     return Scored(item, score, factors, vector)
 
 
+def item_tokens(item: ContextItem) -> int:
+    """Tokens an item costs once injected: its text plus the ``### [TYPE]`` header line."""
+    return estimate_tokens(item.content) + HEADER_TOKENS
+
+
 def estimate_tokens(text: str) -> int:
     """Prompt tokens ``text`` will cost, estimated from its length (at least 1)."""
     return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
@@ -99,7 +110,7 @@ def fit_budget(
     *,
     max_items: int,
     max_tokens: int,
-    cost: Callable[[ContextItem], int] = lambda item: estimate_tokens(item.content),
+    cost: Callable[[ContextItem], int] = item_tokens,
 ) -> list[Scored]:
     """The best items, in order, that fit ``max_tokens`` without near-duplicates.
 
@@ -107,22 +118,108 @@ def fit_budget(
         ranked: Candidates, best first.
         max_items: At most this many are kept.
         max_tokens: Their estimated token costs sum to at most this.
-        cost: Token cost of an item (default: its content length / 4).
+        cost: Token cost of an item (default: :func:`item_tokens`).
     """
+    return _fit(ranked, max_items=max_items, max_tokens=max_tokens, cost=cost).kept
+
+
+@dataclass(frozen=True)
+class _Fit:
+    kept: list[Scored]
+    tokens: int
+    over_budget: int
+    duplicates: int
+
+
+def _fit(
+    ranked: Sequence[Scored],
+    *,
+    max_items: int,
+    max_tokens: int,
+    cost: Callable[[ContextItem], int],
+) -> _Fit:
     kept: list[Scored] = []
     kept_vectors: list[Vectors] = []
-    spent = 0
+    spent = over_budget = duplicates = 0
     for candidate in ranked:
         if len(kept) >= max_items:
             break
-        price = cost(candidate.item)
-        if spent + price > max_tokens:
-            continue
         if candidate.vector is not None and kept_vectors:
             if float(np.max(np.stack(kept_vectors) @ candidate.vector)) > NEAR_DUPLICATE:
+                duplicates += 1
                 continue
+        price = cost(candidate.item)
+        if spent + price > max_tokens:
+            over_budget += 1
+            continue
         kept.append(candidate)
         spent += price
         if candidate.vector is not None:
             kept_vectors.append(candidate.vector)
-    return kept
+    return _Fit(kept, spent, over_budget, duplicates)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An item found by a search: its match strength (cosine, or normalised BM25 on the
+    text tier) and its vector when it has one (for the near-duplicate check)."""
+
+    item: ContextItem
+    similarity: float
+    vector: Vectors | None = None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What :func:`rank` kept, and how many candidates each rule turned away."""
+
+    kept: list[Scored]
+    tokens: int
+    below_min_score: int
+    over_budget: int
+    duplicates: int
+
+
+def rank(
+    candidates: Sequence[Candidate],
+    *,
+    now: int,
+    requested: Sequence[ContextType],
+    weights: ScoringSettings,
+    min_score: float,
+    max_items: int,
+    max_tokens: int,
+    match: str = "semantic",
+) -> Ranking:
+    """Score every candidate, drop those under ``min_score``, and keep the best that fit.
+
+    Ties keep the order the candidates came in (the search's own ranking). ``match`` names
+    the first factor in each breakdown: ``semantic`` for cosine, ``lexical`` for the text
+    tier's normalised BM25, so a reader never mistakes one for the other.
+    """
+    scored = [
+        relevance(
+            c.item, c.similarity, now=now, requested=requested, weights=weights, vector=c.vector
+        )
+        for c in candidates
+    ]
+    passing = [s for s in scored if s.score >= min_score]
+    passing.sort(key=lambda s: s.score, reverse=True)
+    if match != "semantic":
+        passing = [
+            Scored(
+                s.item,
+                s.score,
+                {match if k == "semantic" else k: v for k, v in s.breakdown.items()},
+                s.vector,
+            )
+            for s in passing
+        ]
+    fit = _fit(passing, max_items=max_items, max_tokens=max_tokens, cost=item_tokens)
+    return Ranking(
+        kept=fit.kept,
+        tokens=fit.tokens,
+        below_min_score=len(scored) - len(passing),
+        over_budget=fit.over_budget,
+        duplicates=fit.duplicates,
+    )

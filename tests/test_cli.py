@@ -66,7 +66,7 @@ def test_store_then_search_json_has_the_documented_shape(config: Path) -> None:
     filtered = json.loads(
         cli(
             "search",
-            "lunch",
+            "the requests module is missing",
             "--type",
             "error",
             "--min-score",

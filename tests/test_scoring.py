@@ -10,9 +10,13 @@ import pytest
 from ralph_context.config import ScoringSettings
 from ralph_context.models import ContextItem, ContextType
 from ralph_context.scoring import (
+    HEADER_TOKENS,
+    Candidate,
     Scored,
     estimate_tokens,
     fit_budget,
+    item_tokens,
+    rank,
     recency,
     relevance,
     type_match,
@@ -98,7 +102,9 @@ def test_budget_skips_what_does_not_fit_and_keeps_filling() -> None:
         scored("c" * 20, 0.7),  # 5 tokens
         scored("d" * 24, 0.6),  # 6 tokens: would exceed 20
     ]
-    kept = fit_budget(ranked, max_items=10, max_tokens=20)
+    kept = fit_budget(
+        ranked, max_items=10, max_tokens=20, cost=lambda i: estimate_tokens(i.content)
+    )
     assert [s.item.content[0] for s in kept] == ["a", "c"]
     assert sum(estimate_tokens(s.item.content) for s in kept) <= 20
 
@@ -115,3 +121,51 @@ def test_near_duplicates_of_a_kept_item_are_collapsed() -> None:
     ranked = [scored("first", 0.9, base), scored("twin", 0.8, twin), scored("other", 0.7, other)]
     kept = fit_budget(ranked, max_items=10, max_tokens=1000)
     assert [s.item.content for s in kept] == ["first", "other"]
+
+
+def test_item_cost_includes_the_injected_header() -> None:
+    assert item_tokens(item("a" * 40)) == 10 + HEADER_TOKENS
+
+
+def test_rank_orders_by_relevance_and_counts_what_each_rule_dropped() -> None:
+    fresh = item("fresh and relevant", iteration=10)
+    stale = item("stale but relevant", iteration=0)
+    weak = item("weak match", iteration=10, usefulness=0.0)
+    long = item("z" * 4000, iteration=10)  # 1,006 tokens with its header
+    twin_vector = unit(1, 0.01, 0, 0)
+    twin = item("fresh and relevant, again", iteration=10)
+    ranking = rank(
+        [
+            Candidate(stale, 0.9, unit(0, 1, 0, 0)),
+            Candidate(fresh, 0.8, unit(1, 0, 0, 0)),
+            Candidate(twin, 0.79, twin_vector),
+            Candidate(long, 0.85, unit(0, 0, 1, 0)),
+            Candidate(weak, 0.0, unit(0, 0, 0, 1)),
+        ],
+        now=10,
+        requested=[],
+        weights=WEIGHTS,
+        min_score=0.45,
+        max_items=10,
+        max_tokens=200,
+    )
+    # long scores highest (.84) but is over budget; fresh .82; stale .36+.09+.10+.15 = .70
+    assert [s.item.id for s in ranking.kept] == [fresh.id, stale.id]
+    assert ranking.below_min_score == 1  # weak: 0 + .25 + 0 + .15 = .40
+    assert ranking.duplicates == 1  # twin
+    assert ranking.over_budget == 1  # long
+    assert ranking.tokens == item_tokens(fresh) + item_tokens(stale) <= 200
+
+
+def test_text_tier_breakdown_names_its_match_lexical() -> None:
+    ranking = rank(
+        [Candidate(item("x"), 1.0)],
+        now=0,
+        requested=[],
+        weights=WEIGHTS,
+        min_score=0.0,
+        max_items=1,
+        max_tokens=100,
+        match="lexical",
+    )
+    assert set(ranking.kept[0].breakdown) == {"lexical", "recency", "usefulness", "type_match"}

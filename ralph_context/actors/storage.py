@@ -31,6 +31,7 @@ __all__ = [
     "AdjustUsefulness",
     "DeleteItems",
     "GetItems",
+    "HybridSearch",
     "LatestIteration",
     "ListItems",
     "Maintain",
@@ -45,6 +46,8 @@ __all__ = [
 log = structlog.get_logger("ralph_context.storage")
 
 T = TypeVar("T")
+VectorHit = tuple[ContextItem, float, Vectors]
+TextHit = tuple[ContextItem, float, Vectors | None]
 
 # Usage counters are served from memory; writing them costs one small upsert, so batch it,
 # but not for long: a killed process loses what was not flushed.
@@ -81,6 +84,16 @@ class VectorSearch:
 
 @dataclass(frozen=True)
 class TextSearch:
+    text: str
+    limit: int
+    where: ItemFilter
+
+
+@dataclass(frozen=True)
+class HybridSearch:
+    """Vector and full-text search for the same query, run side by side."""
+
+    vector: Vectors
     text: str
     limit: int
     where: ItemFilter
@@ -133,6 +146,7 @@ StorageRequest = (
     | ListItems
     | VectorSearch
     | TextSearch
+    | HybridSearch
     | RecordAccess
     | AdjustUsefulness
     | DeleteItems
@@ -223,6 +237,8 @@ class StorageActor(Actor[StorageRequest, object]):
                 return await self._run(self.store.vector_search, vector, limit, where)
             case TextSearch(text, limit, where):
                 return await self._run(self.store.text_search, text, limit, where)
+            case HybridSearch(vector, text, limit, where):
+                return await self._hybrid(vector, text, limit, where)
             case RecordAccess(ids):
                 # A dict update: cheap enough for the event loop, and the actor is the only
                 # user of the store, so no worker thread touches it meanwhile.
@@ -305,15 +321,21 @@ class StorageActor(Actor[StorageRequest, object]):
 
     async def vector_search(
         self, vector: Vectors, limit: int, where: ItemFilter
-    ) -> list[tuple[ContextItem, float, Vectors]]:
+    ) -> list[VectorHit]:
         reply = await self.call(VectorSearch(vector, limit, where), timeout=self.timeout)
-        return cast(list[tuple[ContextItem, float, Vectors]], reply)
+        return cast(list[VectorHit], reply)
 
-    async def text_search(
-        self, text: str, limit: int, where: ItemFilter
-    ) -> list[tuple[ContextItem, float]]:
+    async def text_search(self, text: str, limit: int, where: ItemFilter) -> list[TextHit]:
         reply = await self.call(TextSearch(text, limit, where), timeout=self.timeout)
-        return cast(list[tuple[ContextItem, float]], reply)
+        return cast(list[TextHit], reply)
+
+    async def hybrid_search(
+        self, vector: Vectors, text: str, limit: int, where: ItemFilter
+    ) -> tuple[list[VectorHit], list[TextHit]]:
+        """Vector hits and full-text hits for one query; a failed full-text half (e.g. a
+        query of only stop words or a damaged FTS index) yields no text hits, not an error."""
+        reply = await self.call(HybridSearch(vector, text, limit, where), timeout=self.timeout)
+        return cast(tuple[list[VectorHit], list[TextHit]], reply)
 
     async def record_access(self, ids: Sequence[str]) -> None:
         await self.call(RecordAccess(tuple(ids)), timeout=self.timeout)
@@ -342,6 +364,24 @@ class StorageActor(Actor[StorageRequest, object]):
         return cast(MaintenanceReport, await self.call(Maintain(), timeout=self.timeout * 10))
 
     # --- internals -------------------------------------------------------------------------
+
+    async def _hybrid(
+        self, vector: Vectors, text: str, limit: int, where: ItemFilter
+    ) -> tuple[list[VectorHit], list[TextHit]]:
+        store = self.store
+        found: dict[str, Any] = {}
+
+        async def lexical() -> None:
+            try:
+                found["text"] = await self._run(store.text_search, text, limit, where)
+            except Exception as exc:
+                log.warning("text_half_failed", error=str(exc))
+                found["text"] = []
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(lexical)
+            found["vector"] = await self._run(store.vector_search, vector, limit, where)
+        return found["vector"], found["text"]
 
     async def _run(self, function: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(function, *args)

@@ -210,8 +210,9 @@ class LanceStore:
 
     def text_search(
         self, text: str, limit: int, where: ItemFilter
-    ) -> list[tuple[ContextItem, float]]:
-        """Full-text (BM25) matches, best first, with their raw scores."""
+    ) -> list[tuple[ContextItem, float, Vectors | None]]:
+        """Full-text (BM25) matches, best first, with their raw scores and vectors (``None``
+        for items stored while no model was loaded)."""
         # MatchQuery is a pydantic dataclass whose defaults mypy cannot see.
         match = MatchQuery(text, "content")  # type: ignore[call-arg]
         search = self.items.search(match, query_type="fts").limit(limit)
@@ -219,9 +220,16 @@ class LanceStore:
         if sql:
             search = search.where(sql, prefilter=True)
         table = search.to_arrow()
-        keep = [name for name in table.column_names if name not in ("vector",)]
-        rows = table.select(keep).to_pylist()
-        return [(self._item(row), float(row["_score"])) for row in rows]
+        vectors = table.column("vector").to_pylist()
+        rows = table.drop_columns(["vector"]).to_pylist()
+        return [
+            (
+                self._item(row),
+                float(row["_score"]),
+                None if vector is None else np.asarray(vector, dtype=np.float32),
+            )
+            for row, vector in zip(rows, vectors, strict=True)
+        ]
 
     def _item(self, row: dict[str, Any]) -> ContextItem:
         return self.usage.apply(item_from_row(row))

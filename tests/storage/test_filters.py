@@ -79,7 +79,7 @@ def prose_store() -> LanceStore:
 def test_text_search_finds_words_and_honours_the_type_filter(prose_store: LanceStore) -> None:
     hits = prose_store.text_search("lockfile", 20, ItemFilter(types=(ContextType.ERROR,)))
     assert len(hits) == 5
-    assert all(item.content_type is ContextType.ERROR for item, _ in hits)
+    assert all(item.content_type is ContextType.ERROR for item, _, _ in hits)
 
 
 @settings(
@@ -88,4 +88,4 @@ def test_text_search_finds_words_and_honours_the_type_filter(prose_store: LanceS
 @given(text=st.text(min_size=1, max_size=60))
 def test_text_search_accepts_any_query_without_error(prose_store: LanceStore, text: str) -> None:
     hits = prose_store.text_search(text, 5, ItemFilter(types=(ContextType.OUTPUT,)))
-    assert all(item.content_type is ContextType.OUTPUT for item, _ in hits)
+    assert all(item.content_type is ContextType.OUTPUT for item, _, _ in hits)

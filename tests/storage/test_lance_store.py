@@ -67,7 +67,8 @@ def test_text_search_finds_items_without_vectors(tmp_path: Path) -> None:
     target = item("Timeout while fetching the wheel from the package index")
     store.add_items([(target, None), (item("unrelated words entirely"), unit(1, 0, 0, 0))])
     hits = store.text_search("wheel timeout", 5, ItemFilter())
-    assert [hit.id for hit, _ in hits] == [target.id]
+    assert [hit.id for hit, _, _ in hits] == [target.id]
+    assert hits[0][2] is None  # stored without a vector
 
 
 def test_iterations_are_kept_and_drive_the_clock(tmp_path: Path) -> None:

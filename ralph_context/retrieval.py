@@ -1,0 +1,230 @@
+"""The retrieval ladder: semantic (hybrid) → text → none, each rung scored the same way.
+
+Semantic rung: embed the query, then ask the store for vector top-k·N and full-text top-k·N
+side by side and pool them. Full-text hits matter when an exact token (an error code, a file
+name) is diluted in the embedding or fell just outside the approximate index's probes; every
+pooled item gets its exact cosine similarity. Candidates less similar than
+``retrieval.min_similarity`` are not considered. The rest are scored by the relevance formula
+(scoring actor), cut at ``min_score`` and fitted to the token budget.
+
+Text rung (no model, or the semantic rung failed): BM25 alone, normalised to the best hit, in
+place of cosine (the breakdown calls it ``lexical``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import structlog
+
+from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
+from ralph_context.actors.scoring import ScoringActor
+from ralph_context.actors.storage import StorageActor, TextHit, VectorHit
+from ralph_context.config import Settings
+from ralph_context.embeddings.local import Vectors
+from ralph_context.errors import ActorUnavailable, StoreError
+from ralph_context.models import ContextType, RetrievalResult, RetrievedItem, Tier
+from ralph_context.scoring import Candidate, Ranking, item_tokens, rank
+from ralph_context.storage.filters import ItemFilter
+
+__all__ = ["CANDIDATE_FACTOR", "Query", "Retriever"]
+
+log = structlog.get_logger("ralph_context.retrieval")
+
+# Each search half over-retrieves this many candidates per wanted item, so that re-scoring
+# (recency, usefulness, type) and the budget have room to choose.
+CANDIDATE_FACTOR = 4
+
+
+@dataclass(frozen=True)
+class Query:
+    """A validated retrieval request."""
+
+    text: str
+    max_items: int
+    min_score: float
+    max_tokens: int
+    where: ItemFilter
+    requested: tuple[ContextType, ...]
+
+
+class Retriever:
+    """Serves queries from whichever rung works; never raises for a failing part.
+
+    Args:
+        settings: Engine settings (weights, similarity gate, timeouts).
+        embedding, storage, scoring: The actors; ``clock`` gives the current iteration.
+        semantic_unavailable: Why the semantic rung cannot be tried now, or ``None``.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        embedding: EmbeddingActor,
+        storage: StorageActor,
+        scoring: ScoringActor | None,
+        clock: Callable[[], int],
+        semantic_unavailable: Callable[[], str | None],
+    ) -> None:
+        self.settings = settings
+        self.embedding = embedding
+        self.storage = storage
+        self.scoring = scoring
+        self.clock = clock
+        self.semantic_unavailable = semantic_unavailable
+
+    async def search(self, query: Query) -> RetrievalResult:
+        """The best items for ``query``, from the best rung that answers."""
+        reason = self.semantic_unavailable()
+        if reason is None:
+            try:
+                return await self._semantic(query)
+            except (ActorUnavailable, StoreError) as exc:
+                reason = f"semantic search failed: {exc}"
+        log.info("search_degraded", tier=Tier.TEXT.value, reason=reason)
+        try:
+            return await self._text(query, reason)
+        except (ActorUnavailable, StoreError) as exc:
+            reason = f"{reason}; text search failed: {exc}"
+            log.warning("search_degraded", tier=Tier.NONE.value, reason=reason)
+            return RetrievalResult(
+                tier=Tier.NONE, degraded_reason=reason, token_budget=query.max_tokens
+            )
+
+    async def _semantic(self, query: Query) -> RetrievalResult:
+        timeout = self.settings.embeddings.timeout_seconds
+        started = time.perf_counter()
+        vector = (await self.embedding.call(EmbedRequest((query.text,)), timeout=timeout))[0]
+        embedded = time.perf_counter()
+        limit = query.max_items * CANDIDATE_FACTOR
+        vector_hits, text_hits = await self.storage.hybrid_search(
+            vector, query.text, limit, query.where
+        )
+        pool = _pool(vector, vector_hits, text_hits)
+        gate = self.settings.retrieval.min_similarity
+        passing = [c for c in pool if c.similarity >= gate]
+        ranking = await self._rank(passing, query, match="semantic")
+        finished = time.perf_counter()
+        return await self._result(
+            query,
+            ranking,
+            candidates=len(pool),
+            gated=len(pool) - len(passing),
+            tier=Tier.SEMANTIC,
+            reason=None,
+            embed_ms=(embedded - started) * 1000,
+            search_ms=(finished - embedded) * 1000,
+        )
+
+    async def _text(self, query: Query, reason: str | None) -> RetrievalResult:
+        started = time.perf_counter()
+        hits = await self.storage.text_search(
+            query.text, query.max_items * CANDIDATE_FACTOR, query.where
+        )
+        best = max((score for _, score, _ in hits), default=0.0) or 1.0
+        pool = [Candidate(item, score / best, vector) for item, score, vector in hits]
+        ranking = await self._rank(pool, query, match="lexical")
+        return await self._result(
+            query,
+            ranking,
+            candidates=len(pool),
+            gated=0,
+            tier=Tier.TEXT,
+            reason=reason,
+            embed_ms=0.0,
+            search_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    async def _rank(self, pool: Sequence[Candidate], query: Query, *, match: str) -> Ranking:
+        now = self.clock()
+        if self.scoring is not None:
+            try:
+                return await self.scoring.rank(
+                    pool,
+                    now=now,
+                    requested=query.requested,
+                    min_score=query.min_score,
+                    max_items=query.max_items,
+                    max_tokens=query.max_tokens,
+                    match=match,
+                )
+            except ActorUnavailable as exc:
+                # Same formula, computed here: scoring is pure, so losing the actor costs
+                # nothing but its isolation.
+                log.warning("scoring_inline", reason=str(exc))
+        return rank(
+            pool,
+            now=now,
+            requested=query.requested,
+            weights=self.settings.scoring,
+            min_score=query.min_score,
+            max_items=query.max_items,
+            max_tokens=query.max_tokens,
+            match=match,
+        )
+
+    async def _result(
+        self,
+        query: Query,
+        ranking: Ranking,
+        *,
+        candidates: int,
+        gated: int,
+        tier: Tier,
+        reason: str | None,
+        embed_ms: float,
+        search_ms: float,
+    ) -> RetrievalResult:
+        chosen = ranking.kept
+        await self._note_access([s.item.id for s in chosen])
+        return RetrievalResult(
+            items=tuple(
+                RetrievedItem(
+                    item=s.item,
+                    score=s.score,
+                    breakdown=s.breakdown,
+                    tokens=item_tokens(s.item),
+                )
+                for s in chosen
+            ),
+            query_embedding_time_ms=embed_ms,
+            search_time_ms=search_ms,
+            total_candidates=candidates,
+            filtered_count=gated + ranking.below_min_score,
+            over_budget_count=ranking.over_budget,
+            duplicate_count=ranking.duplicates,
+            tokens_used=ranking.tokens,
+            token_budget=query.max_tokens,
+            tier=tier,
+            degraded_reason=reason,
+        )
+
+    async def _note_access(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        try:
+            await self.storage.record_access(ids)
+        except ActorUnavailable as exc:
+            log.warning("access_not_recorded", reason=str(exc))
+
+
+def _pool(
+    query: Vectors, vector_hits: list[VectorHit], text_hits: list[TextHit]
+) -> list[Candidate]:
+    """Union of both halves by id, each with its exact cosine similarity to the query.
+
+    Full-text hits stored without a vector cannot be compared and are left out here; the text
+    rung still finds them.
+    """
+    pool: dict[str, Candidate] = {
+        item.id: Candidate(item, similarity, vector) for item, similarity, vector in vector_hits
+    }
+    probe = query.astype(np.float32)
+    for item, _score, vector in text_hits:
+        if item.id not in pool and vector is not None:
+            pool[item.id] = Candidate(item, float(vector @ probe), vector)
+    return list(pool.values())

@@ -1,0 +1,144 @@
+"""Relevance scoring through the engine: real model, real store, the seed's formula."""
+
+from __future__ import annotations
+
+import math
+
+import anyio
+import pytest
+
+from ralph_context import Engine, IterationResult, NewItem
+from ralph_context.scoring import item_tokens
+from tests.helpers import Loader, SettingsFactory
+
+QUERY = "API server crashes with missing table errors at startup"
+# Two phrasings of one lesson (cosine 0.91 with each other, under the 0.95 duplicate line),
+# 0.69 and 0.59 similar to QUERY: 0.04 apart in relevance, less than one step of feedback
+# (0.05), of type preference (0.075) or of recency between iterations 9 and 0 (0.13).
+TWINS = (
+    "Run the migrations before starting the API server or it fails on missing tables.",
+    "Start the API only after running database migrations; otherwise tables are missing.",
+)
+# Related to QUERY (cosine 0.36-0.69), pairwise under 0.95.
+LESSONS = (
+    *TWINS,
+    "Apply migrations first when the API reports missing tables.",
+    "If tables are missing when the server boots, the schema migration step was skipped.",
+    "The users table did not exist, so the API returned 500 on every login request.",
+    "Startup crash: relation orders does not exist. Fixed by running alembic upgrade head.",
+)
+
+
+async def advance(engine: Engine, to: int) -> None:
+    await engine.record_iteration(IterationResult(iteration=to, success=True, summary="tick"))
+
+
+async def test_feedback_reorders_two_equally_relevant_items(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            first, second = await engine.store_many([NewItem(t, "skill") for t in TWINS])
+            before = [h.item.id for h in (await engine.search(QUERY)).items]
+            loser = before[0]
+            winner = second.id if loser == first.id else first.id
+            await engine.mark_useful(loser, False)
+            await engine.mark_useful(winner, True)
+            after = await engine.search(QUERY)
+    assert set(before) == {first.id, second.id}
+    assert [h.item.id for h in after.items] == [winner, loser]
+    top = after.items[0].breakdown
+    assert top["usefulness"] == pytest.approx(0.6)
+    assert after.items[1].breakdown["usefulness"] == pytest.approx(0.35)
+
+
+async def test_recency_decays_with_the_iteration_clock_and_skills_decay_slower(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            old_error, new_error = await engine.store_many(
+                [NewItem(TWINS[0], "error", iteration=0), NewItem(TWINS[1], "error", iteration=9)]
+            )
+            skill = await engine.store(
+                "Apply migrations first when the API reports missing tables.",
+                "skill",
+                iteration=0,
+            )
+            await advance(engine, 10)
+            result = await engine.search(QUERY, min_score=0.0)
+    by_id = {h.item.id: h for h in result.items}
+    assert by_id[new_error.id].breakdown["recency"] == pytest.approx(math.exp(-0.1))
+    assert by_id[old_error.id].breakdown["recency"] == pytest.approx(math.exp(-1.0))
+    assert by_id[skill.id].breakdown["recency"] == pytest.approx(math.exp(-0.5))
+    # Same lesson, same similarity (±0.05): the fresh one wins on recency.
+    assert result.items[0].item.id == new_error.id
+    assert by_id[new_error.id].score > by_id[old_error.id].score
+
+
+async def test_type_filter_excludes_and_type_preference_only_reorders(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            error, skill = await engine.store_many(
+                [NewItem(TWINS[0], "error"), NewItem(TWINS[1], "skill")]
+            )
+            only = await engine.search(QUERY, context_types=["skill"])
+            preferred_skill = await engine.search(QUERY, prefer_types=["skill"])
+            preferred_error = await engine.search(QUERY, prefer_types=["error"])
+            neutral = await engine.search(QUERY)
+    assert [h.item.id for h in only.items] == [skill.id]
+    assert only.items[0].breakdown["type_match"] == 1.0
+    assert [h.item.id for h in preferred_skill.items] == [skill.id, error.id]
+    assert [h.item.id for h in preferred_error.items] == [error.id, skill.id]
+    assert preferred_error.items[1].breakdown["type_match"] == 0.5
+    assert all(h.breakdown["type_match"] == 1.0 for h in neutral.items)
+
+
+async def test_min_score_applies_to_the_relevance_score(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            await engine.store_many([NewItem(t, "error") for t in TWINS])
+            everything = await engine.search(QUERY, min_score=0.0)
+            cut = (everything.items[0].score + everything.items[1].score) / 2
+            strict = await engine.search(QUERY, min_score=cut)
+    assert len(everything.items) == 2
+    assert [h.item.id for h in strict.items] == [everything.items[0].item.id]
+    assert strict.filtered_count == 1
+    assert all(h.score >= cut for h in strict.items)
+
+
+async def test_unrelated_items_are_gated_even_with_min_score_zero(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            await engine.store("Grandma's apple pie needs two cups of sugar.", "output")
+            result = await engine.search(QUERY, min_score=0.0)
+    assert result.items == ()
+    assert result.total_candidates == 1
+    assert result.filtered_count == 1
+
+
+async def test_the_token_budget_holds_and_near_duplicates_collapse(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    lessons = [f"{text} {text}" for text in LESSONS]
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            await engine.store_many([NewItem(text, "error") for text in lessons])
+            copy = await engine.store(lessons[0], "error")  # exact duplicate of lesson 0
+            budget = 3 * item_tokens(copy) + 5
+            tight = await engine.search(QUERY, max_tokens=budget, min_score=0.0)
+            roomy = await engine.search(QUERY, max_tokens=100_000, min_score=0.0)
+    assert len(tight.items) == 3
+    assert tight.tokens_used == sum(h.tokens for h in tight.items) <= budget
+    assert tight.token_budget == budget
+    assert tight.over_budget_count >= 1
+    assert roomy.duplicate_count == 1
+    assert len(roomy.items) == len(LESSONS)
+    contents = [h.item.content for h in roomy.items]
+    assert len(contents) == len(set(contents))
