@@ -20,6 +20,15 @@ import structlog
 
 from ralph_context._logging import ensure_logging
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
+from ralph_context.actors.lifecycle import (
+    LifecycleActor,
+    LifecycleReport,
+    LifecycleRequest,
+    Progress,
+    PruneLowValue,
+    RunLifecycle,
+    SummarizeOld,
+)
 from ralph_context.actors.scoring import ScoringActor
 from ralph_context.actors.storage import StorageActor
 from ralph_context.config import EmbeddingsSettings, Settings
@@ -55,6 +64,8 @@ log = structlog.get_logger("ralph_context.engine")
 
 MAX_QUERY_CHARS = 500
 MAX_ITEMS = 50
+# Skills listed by get_skills at most (they are few and curated).
+MAX_SKILLS = 1_000
 # The largest token budget a query may ask for (a 1M-token context window).
 MAX_TOKENS = 1_000_000
 _NOT_STARTED = "the engine is not started (use `async with Engine(...)`)"
@@ -117,6 +128,7 @@ class Engine:
         self._embedding: EmbeddingActor | None = None
         self._storage: StorageActor | None = None
         self._retriever: Retriever | None = None
+        self._lifecycle: LifecycleActor | None = None
         self._iteration = 0
 
     # --- lifetime ---------------------------------------------------------------------------
@@ -159,6 +171,11 @@ class Engine:
             self._iteration = await storage.latest_iteration()
         scoring = ScoringActor(settings.scoring, timeout=settings.embeddings.timeout_seconds)
         await supervisor.start(scoring)
+        lifecycle = LifecycleActor(
+            settings, storage=storage, embedding=embedding, clock=lambda: self._iteration
+        )
+        await supervisor.start(lifecycle)
+        self._lifecycle = lifecycle
         self._retriever = Retriever(
             settings,
             embedding=embedding,
@@ -246,25 +263,111 @@ class Engine:
         await self._require_storage().add_items(list(pairs))
         return len(pairs)
 
-    async def record_iteration(self, result: IterationResult) -> None:
-        """Persist an iteration's result and advance the lifecycle clock.
+    async def record_iteration(self, result: IterationResult) -> ContextItem | None:
+        """Persist an iteration's result, advance the lifecycle clock and queue a lifecycle
+        pass (which runs in the background; this call does not wait for it).
+
+        An ``error`` is also stored as an ``error`` item, so later iterations can retrieve
+        it by meaning; that item is returned.
 
         Raises:
             InvalidInput: A text field is not valid text or too long.
             ActorUnavailable: The store is down.
         """
-        check_text(
-            result.summary, name="summary", max_chars=self.settings.storage.max_content_bytes
-        )
+        limit = self.settings.storage.max_content_bytes
+        check_text(result.summary, name="summary", max_chars=limit)
         if result.error is not None:
-            check_text(
-                result.error, name="error", max_chars=self.settings.storage.max_content_bytes
-            )
+            check_text(result.error, name="error", max_chars=limit)
         for name, values in (("tool_calls", result.tool_calls), ("artifacts", result.artifacts)):
             for value in values:
                 check_text(value, name=name)
+        error_item = None
+        if result.error is not None and result.error.strip():
+            error_item = self._build_item(
+                NewItem(
+                    result.error,
+                    ContextType.ERROR,
+                    tags=("iteration-error",),
+                    metadata={"iteration": result.iteration},
+                    source="orchestrator",
+                    iteration=result.iteration,
+                )
+            )
         await self._require_storage().add_iteration(result)
         self._iteration = max(self._iteration, result.iteration)
+        if error_item is not None:
+            (vector,) = await self._embed_documents([error_item.content])
+            await self._require_storage().add_items([(error_item, vector)])
+        if not self.settings.lifecycle.auto_run or self._lifecycle is None:
+            pass
+        elif not self._lifecycle.tell(RunLifecycle()):
+            log.info("lifecycle_not_queued", reason="busy or down; the next iteration retries")
+        return error_item
+
+    async def iteration(self, number: int) -> IterationResult:
+        """The result reported for iteration ``number``.
+
+        Raises:
+            InvalidInput: ``number`` is not a non-negative integer.
+            ItemNotFound: No result was stored for it.
+        """
+        check_int(number, name="iteration", low=0)
+        found = await self._require_storage().iteration(number)
+        if found is None:
+            raise ItemNotFound(f"no result stored for iteration {number}")
+        return found
+
+    async def skills(
+        self, tags: Sequence[str] | None = None, min_usefulness: float = 0.5
+    ) -> list[ContextItem]:
+        """Skills with usefulness at least ``min_usefulness``, most useful first.
+
+        Raises:
+            InvalidInput: Bad tags or threshold.
+        """
+        threshold = check_score(min_usefulness, name="min_score")
+        where = ItemFilter(types=(ContextType.SKILL,), tags_any=check_tags(tags))
+        found = await self._require_storage().list_items(where, MAX_SKILLS)
+        kept = [item for item in found if item.usefulness_score >= threshold]
+        kept.sort(key=lambda item: (-item.usefulness_score, -item.created_iteration))
+        return kept
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def run_lifecycle(
+        self, *, dry_run: bool = False, progress: Progress | None = None
+    ) -> LifecycleReport:
+        """Age, summarize, archive and prune now (normally queued after each iteration)."""
+        return await self._lifecycle_call(RunLifecycle(dry_run, progress))
+
+    async def summarize_old(
+        self, older_than: int = 20, *, dry_run: bool = False, progress: Progress | None = None
+    ) -> LifecycleReport:
+        """Summarize active and aging items older than ``older_than`` iterations; each
+        original stays readable in the archive.
+
+        Raises:
+            InvalidInput: ``older_than`` is not a non-negative integer.
+        """
+        check_int(older_than, name="older_than_iterations", low=0)
+        return await self._lifecycle_call(SummarizeOld(older_than, dry_run, progress))
+
+    async def prune_low_value(
+        self, min_score: float = 0.3, *, dry_run: bool = False, progress: Progress | None = None
+    ) -> LifecycleReport:
+        """Delete items (hot and archived) whose usefulness is below ``min_score``.
+
+        Raises:
+            InvalidInput: ``min_score`` is not in [0, 1].
+        """
+        threshold = check_score(min_score, name="min_score")
+        return await self._lifecycle_call(PruneLowValue(threshold, dry_run, progress))
+
+    async def _lifecycle_call(self, request: LifecycleRequest) -> LifecycleReport:
+        if self._lifecycle is None:
+            raise ActorUnavailable(_NOT_STARTED)
+        # A pass over a large store rewrites many rows: give it far longer than a query.
+        return await self._lifecycle.call(request, timeout=self._timeout * 20)
 
     async def recent_iterations(self, last_n: int = 5) -> list[IterationResult]:
         """The last ``last_n`` iterations, newest first.
@@ -303,16 +406,32 @@ class Engine:
     # --- reading ----------------------------------------------------------------------------
 
     async def get(self, item_id: str) -> ContextItem:
-        """One item by id.
+        """One item by id, from the hot table or the archive.
 
         Raises:
             ItemNotFound: No such item.
             ActorUnavailable: The store is down.
         """
-        found = await self._require_storage().get_items([check_item_id(item_id)])
-        if not found:
+        target = check_item_id(item_id)
+        storage = self._require_storage()
+        found = await storage.get_items([target])
+        if found:
+            return found[0]
+        archived = [e for e in await storage.find_archived([target]) if e.reason == "archived"]
+        if not archived:
             raise ItemNotFound(f"no context item with id {item_id!r}")
-        return found[0]
+        return archived[0].item
+
+    async def original(self, item_id: str) -> str | None:
+        """The full text a summarized item had before summarization, if it was summarized.
+
+        Raises:
+            InvalidInput: A malformed id.
+        """
+        target = check_item_id(item_id)
+        found = await self._require_storage().find_archived([target])
+        originals = [e for e in found if e.reason == "original"]
+        return originals[0].item.content if originals else None
 
     async def search(
         self,

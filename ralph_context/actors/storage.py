@@ -20,10 +20,11 @@ import structlog
 from ralph_context.config import StorageSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ModelMismatch, RalphContextError, StoreError
-from ralph_context.models import ContextItem, IterationResult
+from ralph_context.models import ContextItem, ContextState, IterationResult
 from ralph_context.runtime import Actor, Envelope, PermanentFailure
+from ralph_context.storage.archive import ArchivedItem
 from ralph_context.storage.filters import ItemFilter
-from ralph_context.storage.lance_store import LanceStore, MaintenanceReport, StoreStats
+from ralph_context.storage.lance_store import AgeRow, LanceStore, MaintenanceReport, StoreStats
 
 __all__ = [
     "AddItems",
@@ -137,6 +138,53 @@ class LatestIteration:
 
 @dataclass(frozen=True)
 class Maintain:
+    reclaim: bool = False
+
+
+@dataclass(frozen=True)
+class GetIteration:
+    number: int
+
+
+@dataclass(frozen=True)
+class AgeRows:
+    pass
+
+
+@dataclass(frozen=True)
+class SetState:
+    ids: tuple[str, ...]
+    state: ContextState
+
+
+@dataclass(frozen=True)
+class SummarizeItems:
+    summaries: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ArchiveItems:
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FindArchived:
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ArchivedRows:
+    pass
+
+
+@dataclass(frozen=True)
+class Prune:
+    hot: tuple[str, ...]
+    archived: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SizeBytes:
     pass
 
 
@@ -155,6 +203,15 @@ StorageRequest = (
     | Stats
     | LatestIteration
     | Maintain
+    | AgeRows
+    | GetIteration
+    | SetState
+    | SummarizeItems
+    | ArchiveItems
+    | FindArchived
+    | ArchivedRows
+    | Prune
+    | SizeBytes
 )
 
 
@@ -264,8 +321,30 @@ class StorageActor(Actor[StorageRequest, object]):
                 return await self._run(self.store.stats)
             case LatestIteration():
                 return await self._run(self.store.latest_iteration)
-            case Maintain():
-                return await self._maintain()
+            case Maintain(reclaim):
+                return await self._maintain(reclaim=reclaim)
+            case GetIteration(number):
+                return await self._run(self.store.iteration, number)
+            case AgeRows():
+                return await self._run(self.store.age_rows)
+            case FindArchived(ids):
+                return await self._run(self.store.find_archived, list(ids))
+            case ArchivedRows():
+                return await self._run(self.store.archived_rows)
+            case SizeBytes():
+                return await self._run(self.store.size_bytes)
+            case SetState(ids, state):
+                self._writes += 1
+                return await self._run(self.store.set_state, list(ids), state)
+            case SummarizeItems(summaries):
+                self._writes += 2
+                return await self._run(self.store.summarize_items, summaries, datetime.now(UTC))
+            case ArchiveItems(ids):
+                self._writes += 2
+                return await self._run(self.store.archive_items, list(ids), datetime.now(UTC))
+            case Prune(hot, archived):
+                self._writes += 2
+                return await self._run(self.store.prune, list(hot), list(archived))
             case AddItems(pairs):
                 await self._run(self.store.add_items, pairs)
                 self._writes += 1
@@ -360,8 +439,39 @@ class StorageActor(Actor[StorageRequest, object]):
     async def latest_iteration(self) -> int:
         return cast(int, await self.call(LatestIteration(), timeout=self.timeout))
 
-    async def maintain(self) -> MaintenanceReport:
-        return cast(MaintenanceReport, await self.call(Maintain(), timeout=self.timeout * 10))
+    async def maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
+        reply = await self.call(Maintain(reclaim), timeout=self.timeout * 10)
+        return cast(MaintenanceReport, reply)
+
+    async def iteration(self, number: int) -> IterationResult | None:
+        reply = await self.call(GetIteration(number), timeout=self.timeout)
+        return cast(IterationResult | None, reply)
+
+    async def age_rows(self) -> list[AgeRow]:
+        return cast(list[AgeRow], await self.call(AgeRows(), timeout=self.timeout))
+
+    async def set_state(self, ids: Sequence[str], state: ContextState) -> None:
+        await self.call(SetState(tuple(ids), state), timeout=self.timeout)
+
+    async def summarize_items(self, summaries: dict[str, str]) -> int:
+        return cast(int, await self.call(SummarizeItems(summaries), timeout=self.timeout))
+
+    async def archive_items(self, ids: Sequence[str]) -> int:
+        return cast(int, await self.call(ArchiveItems(tuple(ids)), timeout=self.timeout))
+
+    async def find_archived(self, ids: Sequence[str]) -> list[ArchivedItem]:
+        reply = await self.call(FindArchived(tuple(ids)), timeout=self.timeout)
+        return cast(list[ArchivedItem], reply)
+
+    async def archived_rows(self) -> list[ArchivedItem]:
+        return cast(list[ArchivedItem], await self.call(ArchivedRows(), timeout=self.timeout))
+
+    async def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
+        reply = await self.call(Prune(tuple(hot), tuple(archived)), timeout=self.timeout)
+        return cast(int, reply)
+
+    async def size_bytes(self) -> int:
+        return cast(int, await self.call(SizeBytes(), timeout=self.timeout))
 
     # --- internals -------------------------------------------------------------------------
 
@@ -391,10 +501,10 @@ class StorageActor(Actor[StorageRequest, object]):
             return False
         return self._writes >= self.settings.optimize_every_writes or self.store.index_due()
 
-    async def _maintain(self) -> MaintenanceReport:
+    async def _maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
         self._writes = 0
         self._flushed_at = anyio.current_time()
-        return await self._run(self.store.maintain)
+        return await self._run(lambda: self.store.maintain(reclaim=reclaim))
 
     async def _flush_usage(self) -> None:
         self._flushed_at = anyio.current_time()

@@ -143,6 +143,24 @@ class Actor(ABC, Generic[RequestT, ReplyT]):
             raise outcome.error
         return outcome.value
 
+    def tell(self, request: RequestT) -> bool:
+        """Queue a request without waiting for (or receiving) its answer.
+
+        For work the caller must not wait on, such as the lifecycle pass after each stored
+        iteration. Returns False, dropping the request, when the actor is not serving or its
+        inbox is full: a later request will do the same work.
+        """
+        if self.health.state in (ActorState.DOWN, ActorState.STOPPED):
+            return False
+        reply_send, reply_recv = anyio.create_memory_object_stream[_Value[ReplyT] | _Refusal](1)
+        reply_recv.close()
+        try:
+            self._inbox_send.send_nowait(Envelope(request, reply_send))
+        except (anyio.WouldBlock, *_GONE):
+            reply_send.close()
+            return False
+        return True
+
     # --- used by the Supervisor -------------------------------------------------------------
 
     async def _serve(self) -> None:

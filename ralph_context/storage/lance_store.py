@@ -14,6 +14,7 @@ Why the details below:
 from __future__ import annotations
 
 import os
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,8 @@ from lancedb.query import MatchQuery
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ItemNotFound, ModelMismatch
-from ralph_context.models import ContextItem, IterationResult
+from ralph_context.models import ContextItem, ContextState, ContextType, IterationResult
+from ralph_context.storage.archive import ArchivedItem, ArchiveStore
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile
 from ralph_context.storage.schema import (
@@ -46,7 +48,7 @@ from ralph_context.storage.schema import (
 )
 from ralph_context.storage.usage import USAGE, UsageLedger, usage_schema
 
-__all__ = ["LanceStore", "MaintenanceReport", "StoreStats"]
+__all__ = ["AgeRow", "LanceStore", "MaintenanceReport", "StoreStats"]
 
 log = structlog.get_logger("ralph_context.storage")
 
@@ -69,6 +71,7 @@ class StoreStats:
     by_type: dict[str, int]
     by_state: dict[str, int]
     without_vector: int
+    archived: int
     iterations: int
     latest_iteration: int
     size_bytes: int
@@ -76,6 +79,22 @@ class StoreStats:
     vector_index: bool
     model_id: str | None
     dimension: int
+
+
+@dataclass(frozen=True)
+class AgeRow:
+    """What the lifecycle needs to know about a hot item, without its text or vector."""
+
+    id: str
+    content_type: ContextType
+    state: ContextState
+    created_iteration: int
+    usefulness: float
+    length: int
+
+
+# Ids per IN (...) clause: keeps statements small when thousands of items change state.
+_ID_CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -129,6 +148,7 @@ class LanceStore:
             ITERATIONS, schema=iterations_schema(), exist_ok=True
         )
         self.usage = UsageLedger(self._db.create_table(USAGE, schema=usage_schema(), exist_ok=True))
+        self.archive = ArchiveStore(location, self.dimension, options=STORAGE_OPTIONS)
         self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
         # Written only now that the table agreed with the model: a refused open changes nothing.
         if self.model_id is not None and (recorded is None or recorded.model_id is None):
@@ -272,11 +292,114 @@ class LanceStore:
         self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
         return int(before)
 
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def age_rows(self) -> list[AgeRow]:
+        """Every hot item's id, type, state, iteration, usefulness and text length."""
+        columns = ["id", "content_type", "state", "created_iteration", "original_length"]
+        table = self.items.search().select(columns).limit(None).to_arrow()
+        return [
+            AgeRow(
+                id=row["id"],
+                content_type=ContextType(row["content_type"]),
+                state=ContextState(row["state"]),
+                created_iteration=row["created_iteration"],
+                usefulness=self.usage.get(row["id"]).usefulness_score,
+                length=row["original_length"] or 0,
+            )
+            for row in table.to_pylist()
+        ]
+
+    def set_state(self, ids: Sequence[str], state: ContextState) -> None:
+        """Move items to ``state`` (one update per chunk of ids)."""
+        for start in range(0, len(ids), _ID_CHUNK):
+            where = ItemFilter(ids=tuple(ids[start : start + _ID_CHUNK])).to_sql()
+            self.items.update(where=where, values={"state": state.value})
+
+    def _with_vectors(self, ids: Sequence[str]) -> list[tuple[ContextItem, Vectors | None]]:
+        found: list[tuple[ContextItem, Vectors | None]] = []
+        for start in range(0, len(ids), _ID_CHUNK):
+            where = ItemFilter(ids=tuple(ids[start : start + _ID_CHUNK])).to_sql()
+            table = self.items.search().where(where).limit(None).to_arrow()
+            vectors = table.column("vector").to_pylist()
+            for row, vector in zip(
+                table.drop_columns(["vector"]).to_pylist(), vectors, strict=True
+            ):
+                array = None if vector is None else np.asarray(vector, dtype=np.float32)
+                found.append((self._item(row), array))
+        return found
+
+    def summarize_items(self, summaries: dict[str, str], when: datetime) -> int:
+        """Replace items' text with their summaries, keeping each original in the archive.
+
+        The original goes to the archive first, so a crash between the two writes leaves a
+        duplicate original, never a lost one. The vector stays: it was made from the full
+        text, which is what the item is about. Returns how many items were rewritten.
+        """
+        pairs = self._with_vectors(list(summaries))
+        if not pairs:
+            return 0
+        self.archive.put(pairs, "original", when)
+        rows = []
+        for item, vector in pairs:
+            summary = summaries[item.id]
+            rewritten = item.model_copy(
+                update={
+                    "content": summary,
+                    "summary": summary,
+                    "state": ContextState.SUMMARIZED,
+                    "original_length": item.original_length or len(item.content),
+                }
+            )
+            rows.append(item_to_row(rewritten, vector))
+        table = pa.Table.from_pylist(rows, schema=self.items.schema)
+        self.items.merge_insert("id").when_matched_update_all().execute(table)
+        return len(rows)
+
+    def archive_items(self, ids: Sequence[str], when: datetime) -> int:
+        """Move items from the hot table into the archive (archive written first)."""
+        pairs = self._with_vectors(ids)
+        if not pairs:
+            return 0
+        archived = [
+            (item.model_copy(update={"state": ContextState.ARCHIVED}), vector)
+            for item, vector in pairs
+        ]
+        self.archive.put(archived, "archived", when)
+        return self.delete_items([item.id for item, _ in pairs])
+
+    def find_archived(self, ids: Sequence[str]) -> list[ArchivedItem]:
+        """Archive rows (archived items and originals) for these ids."""
+        return self.archive.get(ids)
+
+    def archived_rows(self) -> list[ArchivedItem]:
+        """Every archived item (without its text), for pruning."""
+        return self.archive.rows("archived")
+
+    def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
+        """Delete items for good: from the hot table, and every archive row of either list
+        (an item's original goes with it). Returns how many items were removed."""
+        removed = 0
+        for start in range(0, len(hot), _ID_CHUNK):
+            removed += self.delete_items(hot[start : start + _ID_CHUNK])
+        archive_only = [i for i in archived if i not in set(hot)]
+        before = {entry.item.id for entry in self.archive.get(archive_only, "archived")}
+        self.archive.delete([*hot, *archive_only])
+        return removed + len(before)
+
     # --- iterations ------------------------------------------------------------------------
 
     def add_iteration(self, result: IterationResult) -> None:
         """Append one iteration's result."""
         self.iterations.add([iteration_to_row(result)])
+
+    def iteration(self, number: int) -> IterationResult | None:
+        """The latest result reported for iteration ``number``, if any."""
+        rows = self.iterations.search().where(f"iteration = {int(number)}").limit(None)
+        found = rows.to_arrow().to_pylist()
+        if not found:
+            return None
+        return iteration_from_row(max(found, key=lambda r: r["created_at"]))
 
     def recent_iterations(self, last_n: int) -> list[IterationResult]:
         """The ``last_n`` most recent iterations, newest first."""
@@ -337,9 +460,13 @@ class LanceStore:
             return False
         return not self.has_vector_index() or self._vector_rows >= 2 * max(self._indexed_rows, 1)
 
-    def maintain(self) -> MaintenanceReport:
+    def maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
         """Compact files, fold new rows into the indexes, drop old versions, and build the
-        vector index once the table is large enough (retrained when it has doubled since)."""
+        vector index once the table is large enough (retrained when it has doubled since).
+
+        ``reclaim`` drops every old version at once (not only those past the retention
+        window): pruning for space needs the deleted rows' files gone now.
+        """
         built = False
         self._vector_rows = vectors = int(self.items.count_rows("vector IS NOT NULL"))
         if self.index_due():
@@ -347,8 +474,14 @@ class LanceStore:
             built = True
         self.flush_usage()
         before = len(self.items.list_versions())
-        for table in (self.items, self.iterations, self.usage.table):
-            table.optimize(cleanup_older_than=self.version_retention)
+        retention = timedelta(0) if reclaim else self.version_retention
+        with warnings.catch_warnings():
+            # Lance warns that readers of old versions would fail: this process is the only
+            # writer, and reclaiming is only asked for when the store is over its size limit.
+            warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+            for table in (self.items, self.iterations, self.usage.table):
+                table.optimize(cleanup_older_than=retention, delete_unverified=reclaim)
+            self.archive.optimize(retention, delete_unverified=reclaim)
         removed = max(0, before - len(self.items.list_versions()))
         if self._vector_index:
             self._nprobes = self._probes_for(vectors)
@@ -378,6 +511,7 @@ class LanceStore:
             by_type=by_type,
             by_state=by_state,
             without_vector=int(self.items.count_rows("vector IS NULL")),
+            archived=self.archive.count(),
             iterations=int(self.iterations.count_rows()),
             latest_iteration=self.latest_iteration(),
             size_bytes=self.size_bytes(),

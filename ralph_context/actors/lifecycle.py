@@ -1,0 +1,285 @@
+"""Lifecycle actor: ages, summarizes, archives and prunes, off the retrieval path.
+
+It runs after each stored iteration (queued with ``tell``, so the caller never waits) and on
+demand. Several queued clock-driven passes collapse into one. All its reads and writes go
+through the storage actor in small requests, and summaries embed one item's sentences per
+embedding request, so queries interleave with a long pass instead of waiting behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import structlog
+
+from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
+from ralph_context.actors.storage import StorageActor
+from ralph_context.config import Settings
+from ralph_context.embeddings.local import Vectors
+from ralph_context.errors import ActorUnavailable, RalphContextError
+from ralph_context.lifecycle.policy import (
+    Plan,
+    plan_lifecycle,
+    plan_prune,
+    plan_summarize,
+    victims,
+)
+from ralph_context.lifecycle.summarize import pick_central, sentences, worth_summarizing
+from ralph_context.models import ContextState
+from ralph_context.runtime import Actor, Envelope
+
+__all__ = [
+    "LifecycleActor",
+    "LifecycleReport",
+    "Progress",
+    "PruneLowValue",
+    "RunLifecycle",
+    "SummarizeOld",
+]
+
+log = structlog.get_logger("ralph_context.lifecycle")
+
+# (done, total, message): what MCP progress notifications carry.
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+# Items read per storage request while summarizing.
+_READ_CHUNK = 32
+# Share of the size-pressure candidates deleted per round before re-measuring.
+_PRESSURE_STEP = 0.1
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RunLifecycle:
+    """The clock-driven pass: age, summarize, archive, prune, then check the size limit."""
+
+    dry_run: bool = False
+    progress: Progress | None = None
+
+
+@dataclass(frozen=True)
+class SummarizeOld:
+    """Summarize active/aging items older than ``older_than`` iterations."""
+
+    older_than: int
+    dry_run: bool = False
+    progress: Progress | None = None
+
+
+@dataclass(frozen=True)
+class PruneLowValue:
+    """Delete items whose usefulness is below ``min_usefulness``."""
+
+    min_usefulness: float
+    dry_run: bool = False
+    progress: Progress | None = None
+
+
+LifecycleRequest = RunLifecycle | SummarizeOld | PruneLowValue
+
+
+@dataclass(frozen=True)
+class LifecycleReport:
+    """What a pass did (or, with ``dry_run``, would do)."""
+
+    dry_run: bool
+    iteration: int
+    aged: tuple[str, ...] = ()
+    summarized: tuple[str, ...] = ()
+    archived: tuple[str, ...] = ()
+    pruned: tuple[str, ...] = ()
+    pruned_for_space: tuple[str, ...] = ()
+    chars_saved: int = 0
+    summarizer: str = "extractive"
+    size_bytes: int | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
+    """Executes lifecycle plans through the storage and embedding actors.
+
+    Args:
+        settings: Engine settings (``lifecycle`` ages, ``storage.max_size_mb``).
+        storage, embedding: The actors it works through.
+        clock: The current iteration.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        storage: StorageActor,
+        embedding: EmbeddingActor,
+        clock: Callable[[], int],
+    ) -> None:
+        super().__init__("lifecycle", inbox_size=64, max_batch=64)
+        self.settings = settings
+        self.storage = storage
+        self.embedding = embedding
+        self.clock = clock
+
+    async def handle_batch(
+        self, batch: Sequence[Envelope[LifecycleRequest, LifecycleReport]]
+    ) -> None:
+        """Answer in order; a run of queued clock passes is done once and answers all."""
+        shared: LifecycleReport | None = None
+        for envelope in batch:
+            request = envelope.request
+            reusable = isinstance(request, RunLifecycle) and not request.dry_run
+            try:
+                if reusable and shared is not None and request.progress is None:
+                    envelope.resolve(shared)
+                    continue
+                report = await self.handle(request)
+            except RalphContextError as error:
+                envelope.refuse(error)
+                continue
+            if reusable:
+                shared = report
+            envelope.resolve(report)
+
+    async def handle(self, request: LifecycleRequest) -> LifecycleReport:
+        now = self.clock()
+        rows = await self.storage.age_rows()
+        match request:
+            case RunLifecycle(dry_run, progress):
+                archived = await self.storage.archived_rows()
+                plan = plan_lifecycle(rows, archived, now=now, settings=self.settings.lifecycle)
+                report = await self._execute(plan, now, dry_run, progress)
+                if dry_run:
+                    return report
+                return await self._relieve_pressure(report, now, progress)
+            case SummarizeOld(older_than, dry_run, progress):
+                plan = plan_summarize(rows, now=now, older_than=older_than)
+                return await self._execute(plan, now, dry_run, progress)
+            case PruneLowValue(min_usefulness, dry_run, progress):
+                archived = await self.storage.archived_rows()
+                plan = plan_prune(rows, archived, min_usefulness=min_usefulness)
+                return await self._execute(plan, now, dry_run, progress)
+
+    async def _execute(
+        self, plan: Plan, now: int, dry_run: bool, progress: Progress | None
+    ) -> LifecycleReport:
+        pruned = (*plan.to_prune, *plan.to_prune_archived)
+        if dry_run or plan.empty:
+            return LifecycleReport(
+                dry_run=dry_run,
+                iteration=now,
+                aged=plan.to_aging,
+                summarized=plan.to_summarize,
+                archived=plan.to_archive,
+                pruned=pruned,
+            )
+        total = float(len(plan.to_summarize) + 3)
+        if plan.to_aging:
+            await self.storage.set_state(plan.to_aging, ContextState.AGING)
+        await _report(progress, 1, total, f"{len(plan.to_aging)} items aging")
+        saved, summarizer = await self._summarize(plan.to_summarize, progress, total)
+        if plan.to_archive:
+            await self.storage.archive_items(plan.to_archive)
+        await _report(progress, total - 1, total, f"{len(plan.to_archive)} items archived")
+        if pruned:
+            await self.storage.prune(plan.to_prune, plan.to_prune_archived)
+        await _report(progress, total, total, f"{len(pruned)} items pruned")
+        log.info(
+            "lifecycle_pass",
+            iteration=now,
+            aged=len(plan.to_aging),
+            summarized=len(plan.to_summarize),
+            archived=len(plan.to_archive),
+            pruned=len(pruned),
+        )
+        return LifecycleReport(
+            dry_run=False,
+            iteration=now,
+            aged=plan.to_aging,
+            summarized=plan.to_summarize,
+            archived=plan.to_archive,
+            pruned=pruned,
+            chars_saved=saved,
+            summarizer=summarizer,
+        )
+
+    async def _summarize(
+        self, ids: Sequence[str], progress: Progress | None, total: float
+    ) -> tuple[int, str]:
+        """Rewrite long items as summaries; short ones only change state."""
+        saved = 0
+        summarizer = "extractive"
+        done = 1
+        for start in range(0, len(ids), _READ_CHUNK):
+            items = await self.storage.get_items(ids[start : start + _READ_CHUNK])
+            summaries: dict[str, str] = {}
+            for item in items:
+                if worth_summarizing(item.content):
+                    parts = sentences(item.content)
+                    vectors = await self._embed(parts)
+                    if vectors is None:
+                        summarizer = "lead sentences (embedding model unavailable)"
+                    summary = pick_central(parts, vectors)
+                    if len(summary) < len(item.content):
+                        summaries[item.id] = summary
+                        saved += len(item.content) - len(summary)
+                done += 1
+                await _report(progress, done, total, f"summarized {item.id}")
+            if summaries:
+                await self.storage.summarize_items(summaries)
+            unchanged = [item.id for item in items if item.id not in summaries]
+            if unchanged:
+                await self.storage.set_state(unchanged, ContextState.SUMMARIZED)
+        return saved, summarizer
+
+    async def _embed(self, parts: list[str]) -> Vectors | None:
+        try:
+            return await self.embedding.call(
+                EmbedRequest(tuple(parts)), timeout=self.settings.embeddings.timeout_seconds
+            )
+        except ActorUnavailable:
+            return None
+
+    async def _relieve_pressure(
+        self, report: LifecycleReport, now: int, progress: Progress | None
+    ) -> LifecycleReport:
+        """Over ``storage.max_size_mb``: delete archived, then hot items, lowest usefulness
+        and oldest first, compacting between rounds, until the store fits (or only the
+        active items are left)."""
+        limit = self.settings.storage.max_size_mb * _MIB
+        size = await self.storage.size_bytes()
+        if size <= limit:
+            return replace(report, size_bytes=size)
+        await self.storage.maintain(reclaim=True)
+        size = await self.storage.size_bytes()
+        rows = await self.storage.age_rows()
+        cold, hot = victims(
+            rows, await self.storage.archived_rows(), now=now, settings=self.settings.lifecycle
+        )
+        queue = [(item_id, True) for item_id in cold] + [(item_id, False) for item_id in hot]
+        step = max(1, int(len(queue) * _PRESSURE_STEP))
+        removed: list[str] = []
+        while size > limit and queue:
+            batch, queue = queue[:step], queue[step:]
+            await self.storage.prune(
+                [i for i, cold_row in batch if not cold_row],
+                [i for i, cold_row in batch if cold_row],
+            )
+            removed.extend(i for i, _ in batch)
+            await self.storage.maintain(reclaim=True)
+            size = await self.storage.size_bytes()
+            await _report(
+                progress, len(removed), float(len(removed) + len(queue)), "pruning for space"
+            )
+        notes: tuple[str, ...] = ()
+        if size > limit:
+            notes = (
+                f"the store is {size / _MIB:.1f} MiB, over storage.max_size_mb "
+                f"({self.settings.storage.max_size_mb:g}); only recent items are left",
+            )
+            log.warning("store_over_size_limit", size_mb=size / _MIB)
+        log.info("pruned_for_space", removed=len(removed), size_mb=size / _MIB)
+        return replace(report, pruned_for_space=tuple(removed), size_bytes=size, notes=notes)
+
+
+async def _report(progress: Progress | None, done: float, total: float, message: str) -> None:
+    if progress is not None:
+        await progress(done, total, message)

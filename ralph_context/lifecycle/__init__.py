@@ -1,0 +1,1 @@
+"""Context lifecycle: what ages, what is summarized, archived and pruned, and how."""

@@ -1,0 +1,176 @@
+"""Cold storage: items moved out of the hot table, and originals of summarized items.
+
+Layout: ``<store>/archives/`` is its own LanceDB database with one table per month the items
+were archived in (``items_2026_11``), so a month can be inspected, copied or deleted as a
+unit, and the hot table's indexes and scans never pay for cold rows. Rows keep the full text,
+the vector and the usefulness the item had when archived; lookups are by id.
+
+Two reasons put a row here: ``archived`` (the item left the hot table) and ``original`` (the
+hot table now holds a summary; this row keeps the text it replaced).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from ralph_context.embeddings.local import Vectors
+from ralph_context.models import ContextItem
+from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.schema import item_from_row, item_to_row, items_schema
+
+__all__ = ["ARCHIVES", "ArchiveStore", "ArchivedItem"]
+
+ARCHIVES = "archives"
+_MONTH = re.compile(r"^items_\d{4}_\d{2}$")
+Reason = Literal["archived", "original"]
+
+
+@dataclass(frozen=True)
+class ArchivedItem:
+    """An archived row: the item as it was, why and when it was archived, and its month."""
+
+    item: ContextItem
+    reason: Reason
+    archived_at: datetime
+    table: str
+
+
+def _schema(dimension: int) -> pa.Schema:
+    base = items_schema(dimension)
+    return (
+        base.append(pa.field("usefulness_score", pa.float64(), nullable=False))
+        .append(pa.field("access_count", pa.int64(), nullable=False))
+        .append(pa.field("reason", pa.string(), nullable=False))
+        .append(pa.field("archived_at", pa.timestamp("us", tz="UTC"), nullable=False))
+    )
+
+
+class ArchiveStore:
+    """The archive database next to the hot store (in memory when the store is)."""
+
+    def __init__(self, location: Path | None, dimension: int, *, options: dict[str, str]) -> None:
+        self.location = None if location is None else location / ARCHIVES
+        uri = str(self.location) if self.location else f"memory://ralph-archive-{id(self)}"
+        self.dimension = dimension
+        self._db = lancedb.connect(uri, storage_options=options)
+
+    def tables(self) -> list[str]:
+        """Month tables, oldest first."""
+        return sorted(name for name in self._db.list_tables().tables if _MONTH.match(name))
+
+    def put(
+        self,
+        entries: Sequence[tuple[ContextItem, Vectors | None]],
+        reason: Reason,
+        when: datetime,
+    ) -> None:
+        """Append items (with their current usage) to this month's table, in one write."""
+        if not entries:
+            return
+        name = f"items_{when.year:04d}_{when.month:02d}"
+        schema = _schema(self.dimension)
+        rows = []
+        for item, vector in entries:
+            row = item_to_row(item, vector)
+            row.update(
+                usefulness_score=item.usefulness_score,
+                access_count=item.access_count,
+                reason=reason,
+                archived_at=when,
+            )
+            rows.append(row)
+        table = self._db.create_table(name, schema=schema, exist_ok=True)
+        table.add(pa.Table.from_pylist(rows, schema=schema))
+
+    def get(self, ids: Sequence[str], reason: Reason | None = None) -> list[ArchivedItem]:
+        """Archived rows for these ids (newest month first when an id appears twice)."""
+        if not ids:
+            return []
+        where = _ids(ids)
+        found: list[ArchivedItem] = []
+        for name in reversed(self.tables()):
+            table = self._db.open_table(name)
+            rows = table.search().where(where).limit(None).to_arrow()
+            found.extend(_archived(row, name) for row in rows.drop_columns(["vector"]).to_pylist())
+        if reason is not None:
+            found = [entry for entry in found if entry.reason == reason]
+        return found
+
+    def rows(self, reason: Reason) -> list[ArchivedItem]:
+        """Every row archived for ``reason`` (for pruning; the archive is read rarely)."""
+        found: list[ArchivedItem] = []
+        for name in self.tables():
+            table = self._db.open_table(name)
+            columns = [c for c in table.schema.names if c not in ("vector", "content")]
+            rows = table.search().select(columns).limit(None).to_arrow().to_pylist()
+            found.extend(_archived({**row, "content": ""}, name) for row in rows)
+        return [entry for entry in found if entry.reason == reason]
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Delete every archived row (both reasons) of these ids; returns rows deleted."""
+        targets = tuple(ids)
+        if not targets:
+            return 0
+        where = _ids(targets)
+        deleted = 0
+        for name in self.tables():
+            table = self._db.open_table(name)
+            count = int(table.count_rows(where))
+            if count:
+                table.delete(where)
+                deleted += count
+        return deleted
+
+    def count(self) -> int:
+        """Rows archived as items (not originals)."""
+        total = 0
+        for name in self.tables():
+            total += int(self._db.open_table(name).count_rows("reason = 'archived'"))
+        return total
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, Vectors]:
+        """Stored vectors by id (for restoring or re-ranking archived rows)."""
+        if not ids:
+            return {}
+        where = _ids(ids)
+        found: dict[str, Vectors] = {}
+        for name in self.tables():
+            table = self._db.open_table(name).search().where(where).limit(None).to_arrow()
+            for row_id, vector in zip(
+                table.column("id").to_pylist(), table.column("vector").to_pylist(), strict=True
+            ):
+                if vector is not None:
+                    found[row_id] = np.asarray(vector, dtype=np.float32)
+        return found
+
+    def optimize(self, retention: timedelta, *, delete_unverified: bool = False) -> None:
+        """Compact every month table."""
+        for name in self.tables():
+            self._db.open_table(name).optimize(
+                cleanup_older_than=retention, delete_unverified=delete_unverified
+            )
+
+
+def _ids(ids: Sequence[str]) -> str:
+    where = ItemFilter(ids=tuple(ids)).to_sql()
+    assert where is not None, "callers pass at least one id"
+    return where
+
+
+def _archived(row: dict[str, Any], table: str) -> ArchivedItem:
+    item = item_from_row(row).model_copy(
+        update={
+            "usefulness_score": float(row["usefulness_score"]),
+            "access_count": int(row["access_count"]),
+        }
+    )
+    return ArchivedItem(item, row["reason"], row["archived_at"], table)
