@@ -13,7 +13,7 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import anyio
 import typer
@@ -372,6 +372,34 @@ def demo(
     finally:
         if keep is None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+@app.command()
+def serve(
+    transport: Annotated[
+        str | None,
+        typer.Option("--transport", "-t", help="stdio (default), http (streamable HTTP) or sse."),
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address for http/sse.")] = None,
+    port: Annotated[int | None, typer.Option(help="Port for http/sse.")] = None,
+    config: ConfigOption = None,
+    log_level: LogOption = None,
+) -> None:
+    """Run the MCP server (stdio by default; --transport http serves http://HOST:PORT/mcp)."""
+    # Imported here: the MCP SDK and uvicorn add ~1 s to every other command's start-up.
+    from ralph_context.server.run import Transport
+    from ralph_context.server.run import serve as serve_mcp
+
+    settings = _settings(config, log_level)
+    if transport is not None and transport not in ("stdio", "http", "sse"):
+        raise _fail(f"--transport must be stdio, http or sse, got {transport!r}", 2)
+    if port is not None and not 1 <= port <= 65535:
+        raise _fail(f"--port must be in 1-65535, got {port}", 2)
+    chosen = cast(Transport | None, transport)
+    if (chosen or settings.server.transport) != "stdio":
+        where = f"{host or settings.server.host}:{port or settings.server.port}"
+        err.print(f"serving MCP on http://{where}", highlight=False)
+    _run(lambda: serve_mcp(settings, transport=chosen, host=host, port=port))
 
 
 @app.callback(invoke_without_command=True)

@@ -13,21 +13,36 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NoReturn, get_args, get_origin
 
+import structlog
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from ralph_context._logging import ensure_logging
 from ralph_context.errors import ConfigError
 from ralph_context.models import ContextType
 
 __all__ = [
     "PRESETS",
+    "RESERVED_PROMPT_NAMES",
     "EmbeddingsSettings",
     "LifecycleSettings",
+    "PromptArgumentSpec",
+    "PromptSpec",
     "RetrievalSettings",
     "ScoringSettings",
     "ServerSettings",
@@ -39,6 +54,8 @@ __all__ = [
 CONFIG_ENV = "RALPH_CONTEXT_CONFIG"
 _DEFAULT_FILES = ("ralph.yaml", "ralph.yml")
 _BLOCK = ("learning", "mcp_context")
+
+log = structlog.get_logger("ralph_context.config")
 
 
 def _xdg(var: str, fallback: str) -> Path:
@@ -127,6 +144,8 @@ class LifecycleSettings(_Section):
     archive_after_iterations: int = Field(default=50, ge=1)
     prune_after_iterations: int = Field(default=100, ge=1)
     prune_min_usefulness: float = Field(default=0.3, ge=0.0, le=1.0, allow_inf_nan=False)
+    # A pass after every stored iteration; false leaves it to `run_lifecycle` / the tools.
+    auto_run: bool = True
 
     @model_validator(mode="after")
     def _ordered(self) -> LifecycleSettings:
@@ -164,6 +183,110 @@ class ScoringSettings(_Section):
         # Thresholds like min_relevance_score assume scores in [0, 1].
         if not math.isclose(total, 1.0, abs_tol=0.01):
             raise ValueError(f"the four weights must sum to 1.0 (they sum to {total:.3f})")
+        return self
+
+
+# Names of the MCP server's built-in prompts: a custom prompt may not shadow one.
+RESERVED_PROMPT_NAMES = frozenset({"Search"})
+_ARGUMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+# Errors about a definition as a whole: reported without echoing the (long) offending input.
+_DEFINITION_ERROR = "prompt_definition"
+
+
+def _definition_error(detail: str) -> PydanticCustomError:
+    # The detail goes in as context, so braces in user text are not read as placeholders.
+    return PydanticCustomError(_DEFINITION_ERROR, "{detail}", {"detail": detail})
+
+
+def _lowercase_keys(data: object, fields: Iterable[str]) -> object:
+    """Rename ``Name``-style keys to ``name``: prompt lists copied from other MCP servers use both.
+
+    Only the capitalized spelling of a declared field is renamed; anything else is left for
+    ``extra="forbid"`` to report.
+    """
+    if not isinstance(data, Mapping):
+        return data  # pydantic reports the wrong type with the key's path
+    normalized = dict(data)
+    for field in fields:
+        spelled = field.capitalize()
+        if spelled == field or spelled not in normalized:
+            continue
+        if field in normalized:
+            raise _definition_error(f"both {field!r} and {spelled!r} are set; keep one")
+        normalized[field] = normalized.pop(spelled)
+    return normalized
+
+
+class PromptArgumentSpec(_Section):
+    """One argument of a custom prompt, as ``prompts/list`` shows it (lowercase keys only)."""
+
+    name: str
+    description: str = ""
+    required: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_capitalized_keys(cls, data: object) -> object:
+        return _lowercase_keys(data, cls.model_fields)
+
+    @field_validator("name")
+    @classmethod
+    def _identifier_like(cls, name: str) -> str:
+        # The name is also the `{name}` placeholder in a text template and a key of the dict
+        # a function receives, so spaces and punctuation would only cause surprises.
+        if not _ARGUMENT_NAME.fullmatch(name):
+            raise ValueError(
+                "an argument name starts with a letter or '_' and holds only letters, "
+                "digits, '_' and '-'"
+            )
+        return name
+
+
+class PromptSpec(_Section):
+    """A custom MCP prompt from the ``prompts`` list: a text template or a Python function.
+
+    ``type: auto`` decides by ``content``: a ``module:function`` reference is a function,
+    anything else a template. Whether a function reference imports is checked when the server
+    resolves its prompts (``ralph_context.server.custom_prompts``), not here, so loading the
+    settings never runs user code.
+    """
+
+    name: str
+    description: str = ""
+    arguments: tuple[PromptArgumentSpec, ...] = ()
+    type: Literal["text", "function", "auto"] = "auto"
+    content: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_capitalized_keys(cls, data: object) -> object:
+        return _lowercase_keys(data, cls.model_fields)
+
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, name: str) -> str:
+        if not name or any(char.isspace() for char in name):
+            raise ValueError("a prompt name must be non-empty and contain no whitespace")
+        if name in RESERVED_PROMPT_NAMES:
+            raise ValueError(f"{name!r} is a built-in prompt; choose another name")
+        return name
+
+    @field_validator("content")
+    @classmethod
+    def _has_content(cls, content: str) -> str:
+        if not content.strip():
+            raise ValueError("content must be a template or a 'module:function' reference")
+        return content
+
+    @model_validator(mode="after")
+    def _unique_arguments(self) -> PromptSpec:
+        seen: set[str] = set()
+        for argument in self.arguments:
+            if argument.name in seen:
+                raise _definition_error(
+                    f"prompt {self.name!r} declares argument {argument.name!r} more than once"
+                )
+            seen.add(argument.name)
         return self
 
 
@@ -213,6 +336,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = RetrievalSettings()
     lifecycle: LifecycleSettings = LifecycleSettings()
     scoring: ScoringSettings = ScoringSettings()
+    prompts: tuple[PromptSpec, ...] = ()
 
     _root: Path = PrivateAttr(default_factory=Path.cwd)
     _source: Path | None = PrivateAttr(default=None)
@@ -225,6 +349,19 @@ class Settings(BaseSettings):
         "lifecycle",
         "scoring",
     )
+
+    @field_validator("prompts")
+    @classmethod
+    def _unique_prompt_names(cls, prompts: tuple[PromptSpec, ...]) -> tuple[PromptSpec, ...]:
+        first: dict[str, int] = {}
+        for index, prompt in enumerate(prompts):
+            if prompt.name in first:
+                raise _definition_error(
+                    f"prompt name {prompt.name!r} is used by items {first[prompt.name]} and "
+                    f"{index}; names must be unique"
+                )
+            first[prompt.name] = index
+        return prompts
 
     @classmethod
     def settings_customise_sources(
@@ -247,10 +384,14 @@ class Settings(BaseSettings):
                 ``./ralph.yaml`` / ``./ralph.yml``, then defaults and env only.
 
         Raises:
-            ConfigError: The file is missing, unreadable or not YAML, or a value is invalid.
+            ConfigError: The file is missing, unreadable or not YAML, a value is invalid, or
+                the block still uses the deprecated ``prompt_data`` key.
         """
         source = _find_config(path)
         block = _read_block(source) if source is not None else {}
+        if _DEPRECATED_PROMPT_KEY in block:
+            # Checked before validation, so this message wins over "unknown key".
+            _refuse_prompt_data(source)
         preset = os.environ.get("RALPH_CONTEXT_PRESET", block.get("preset", "standard"))
         if preset not in PRESETS:
             raise ConfigError(
@@ -353,6 +494,26 @@ def _read_block(source: Path) -> dict[str, Any]:
     return {**node, "enabled": False} if switched_off else node
 
 
+_DEPRECATED_PROMPT_KEY = "prompt_data"
+
+
+def _refuse_prompt_data(source: Path | None) -> NoReturn:
+    """Stop on the old ``prompt_data`` key rather than silently serving no prompts."""
+    key, replacement = _key(_DEPRECATED_PROMPT_KEY), _key("prompts")
+    ensure_logging()  # stderr: stdout may belong to the MCP stdio protocol
+    log.warning(
+        "deprecated_config_key",
+        key=key,
+        replacement=replacement,
+        source=str(source) if source is not None else None,
+    )
+    where = f" in {str(source)!r}" if source is not None else ""
+    raise ConfigError(
+        f"{key}{where} is deprecated and no longer read: rename it to {replacement} "
+        "(each item keeps its shape: name, description, arguments, type, content)"
+    )
+
+
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in over.items():
@@ -370,12 +531,33 @@ def _key(*parts: str | int) -> str:
 def _allowed_keys(loc: tuple[str | int, ...]) -> str:
     model: type[BaseModel] = Settings
     for part in loc[:-1]:
-        field = model.model_fields.get(str(part))
-        annotation = field.annotation if field is not None else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        if isinstance(part, int):
+            continue  # an index into a tuple of models, e.g. prompts.0.arguments.1
+        field = model.model_fields.get(part)
+        inner = _model_of(field.annotation if field is not None else None)
+        if inner is None:
             return ""
-        model = annotation
+        model = inner
     return ", ".join(model.model_fields)
+
+
+def _model_of(annotation: object) -> type[BaseModel] | None:
+    """The model a field holds, directly or as the items of ``tuple[Model, ...]``."""
+    if get_origin(annotation) is tuple:
+        annotation = next(iter(get_args(annotation)), None)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _env_name(loc: tuple[str | int, ...]) -> str:
+    # A list item has no variable of its own: the whole list is set at once, as JSON.
+    path: list[str] = []
+    for part in loc:
+        if isinstance(part, int):
+            return "RALPH_CONTEXT_" + "__".join(path) + ", as JSON"
+        path.append(part.upper())
+    return "RALPH_CONTEXT_" + "__".join(path)
 
 
 def _describe(exc: ValidationError, source: Path | None) -> str:
@@ -384,12 +566,15 @@ def _describe(exc: ValidationError, source: Path | None) -> str:
     for error in exc.errors():
         loc = tuple(error["loc"])
         key = _key(*loc) if loc else ".".join(_BLOCK)
-        env = "RALPH_CONTEXT_" + "__".join(str(p).upper() for p in loc)
+        env = _env_name(loc)
         if error["type"] == "extra_forbidden":
             lines.append(
                 f"  {key}: unknown key (value {error['input']!r}); "
                 f"allowed keys here: {_allowed_keys(loc)}"
             )
+            continue
+        if error["type"] == _DEFINITION_ERROR:
+            lines.append(f"  {key}: {error['msg']}")
             continue
         message = error["msg"].removeprefix("Value error, ")
         lines.append(

@@ -17,7 +17,8 @@ person understands with a single ``except RalphContextError``::
     ├── StoreError                  the store cannot serve the request
     │   └── ModelMismatch           the store was embedded with another model
     ├── ModelError                  the embedding model cannot be installed or loaded
-    └── ActorUnavailable            an actor is down, restarting, or did not answer in time
+    ├── ActorUnavailable            an actor is down, restarting, or did not answer in time
+    └── PromptFunctionError         a custom prompt's function raised or returned a non-string
 
 Expected per-request failures (the ``InvalidInput`` family, ``ItemNotFound``) travel from an
 actor back to its caller as values; they never crash the actor that found them.
@@ -38,6 +39,7 @@ __all__ = [
     "ItemNotFound",
     "ModelError",
     "ModelMismatch",
+    "PromptFunctionError",
     "RalphContextError",
     "StoreError",
     "UnknownContextType",
@@ -106,3 +108,11 @@ class ModelError(RalphContextError):
 
 class ActorUnavailable(RalphContextError):
     """An actor is down, restarting, shut down, or did not answer within the timeout."""
+
+
+class PromptFunctionError(RalphContextError):
+    """A custom prompt's Python function raised, or returned something other than a string.
+
+    The call was valid; the user's code failed, so this is neither ``InvalidInput`` nor
+    ``ConfigError`` (the definition loaded and imported fine).
+    """

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from ralph_context.config import Settings
 from ralph_context.errors import ConfigError
@@ -196,3 +197,131 @@ def test_the_top_level_learning_switch_turns_the_block_off(tmp_path: Path) -> No
     assert Settings.load(on).enabled
     assert not Settings.load(off).enabled
     assert not Settings.load(inner).enabled
+
+
+def load_block(tmp_path: Path, block: str) -> Settings:
+    """Settings from a file whose `mcp_context` block is ``block`` (indented by the caller)."""
+    return Settings.load(write(tmp_path / "c.yaml", f"learning:\n  mcp_context:\n{block}"))
+
+
+def test_the_repository_example_documents_every_top_level_key() -> None:
+    text = (REPO / "ralph.yaml").read_text(encoding="utf-8")
+    for key in Settings.model_fields:
+        assert f"    {key}:" in text, f"ralph.yaml does not document {key}"
+
+
+def test_the_commented_prompts_example_in_ralph_yaml_loads(tmp_path: Path) -> None:
+    lines = (REPO / "ralph.yaml").read_text(encoding="utf-8").splitlines()
+    start = lines.index("    # prompts:")
+    example = []
+    for line in lines[start:]:
+        if not line.startswith("    #"):
+            break
+        example.append("    " + line.removeprefix("    # "))
+    settings = load_block(tmp_path, "\n".join(example) + "\n")
+    assert [prompt.name for prompt in settings.prompts] == ["review", "changelog"]
+    assert [argument.required for argument in settings.prompts[0].arguments] == [True, False]
+
+
+def test_prompts_accept_capitalized_keys_and_keep_them_lowercase(tmp_path: Path) -> None:
+    settings = load_block(
+        tmp_path,
+        "    prompts:\n"
+        "      - Name: review\n"
+        "        Description: Review a file\n"
+        "        Type: text\n"
+        "        Content: 'Review {file}'\n"
+        "        Arguments:\n"
+        "          - {Name: file, Description: the path, Required: true}\n"
+        "          - {name: focus}\n",
+    )
+    (prompt,) = settings.prompts
+    assert (prompt.name, prompt.description, prompt.type) == ("review", "Review a file", "text")
+    assert prompt.content == "Review {file}"
+    assert [a.model_dump() for a in prompt.arguments] == [
+        {"name": "file", "description": "the path", "required": True},
+        {"name": "focus", "description": "", "required": False},
+    ]
+
+
+def test_prompts_default_to_an_empty_list_and_items_to_auto_type(tmp_path: Path) -> None:
+    assert load_block(tmp_path, "    enabled: true\n").prompts == ()
+    settings = load_block(tmp_path, "    prompts:\n      - {name: hi, content: hello}\n")
+    assert settings.prompts[0].type == "auto"
+    assert settings.prompts[0].arguments == ()
+
+
+@pytest.mark.parametrize(
+    ("items", "expected"),
+    [
+        (
+            "      - {name: review, content: a}\n      - {name: review, content: b}\n",
+            ["learning.mcp_context.prompts:", "'review' is used by items 0 and 1", "unique"],
+        ),
+        (
+            "      - {name: review, content: a, arguments: [{name: x}, {Name: x}]}\n",
+            ["learning.mcp_context.prompts.0:", "declares argument 'x' more than once"],
+        ),
+        (
+            "      - {name: Search, content: a}\n",
+            ["learning.mcp_context.prompts.0.name", "'Search' is a built-in prompt"],
+        ),
+        (
+            "      - {name: review, Name: other, content: a}\n",
+            ["learning.mcp_context.prompts.0:", "both 'name' and 'Name' are set"],
+        ),
+        (
+            "      - {name: review, content: a, arguments: [{name: x, Required: 1, required: 0}]}"
+            "\n",
+            ["prompts.0.arguments.0:", "both 'required' and 'Required' are set"],
+        ),
+        (
+            "      - {name: my review, content: a}\n",
+            ["prompts.0.name = 'my review'", "no whitespace", "RALPH_CONTEXT_PROMPTS, as JSON"],
+        ),
+        (
+            "      - {name: review, content: '  '}\n",
+            ["prompts.0.content", "must be a template or a 'module:function' reference"],
+        ),
+        (
+            "      - {name: review, content: a, arguments: [{name: 'a b'}]}\n",
+            ["prompts.0.arguments.0.name = 'a b'", "letters, digits"],
+        ),
+        (
+            "      - {name: review, content: a, type: python}\n",
+            ["prompts.0.type = 'python'", "'text', 'function' or 'auto'"],
+        ),
+        (
+            "      - {name: review, content: a, arguments: [{name: x, optional: true}]}\n",
+            ["prompts.0.arguments.0.optional: unknown key", "allowed keys here: name, descr"],
+        ),
+        (
+            "      - {name: review, body: a}\n",
+            ["prompts.0.body: unknown key", "allowed keys here: name, description, arguments"],
+        ),
+    ],
+)
+def test_invalid_prompt_definitions_name_the_item_and_the_problem(
+    tmp_path: Path, items: str, expected: list[str]
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_block(tmp_path, "    prompts:\n" + items)
+    for fragment in expected:
+        assert fragment in str(raised.value)
+
+
+def test_prompt_data_is_deprecated_with_a_warning_and_an_error_pointing_to_prompts(
+    tmp_path: Path,
+) -> None:
+    block = "    prompt_data:\n      - {name: review, content: a}\n"
+    with capture_logs() as logs, pytest.raises(ConfigError) as raised:
+        load_block(tmp_path, block)
+    message = str(raised.value)
+    assert "learning.mcp_context.prompt_data" in message
+    assert "deprecated" in message
+    assert "rename it to learning.mcp_context.prompts" in message
+    assert "unknown key" not in message
+    assert [(log["log_level"], log["event"]) for log in logs] == [
+        ("warning", "deprecated_config_key")
+    ]
+    assert logs[0]["replacement"] == "learning.mcp_context.prompts"

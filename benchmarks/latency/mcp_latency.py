@@ -1,0 +1,169 @@
+"""``get_relevant_context`` latency through the official MCP client, over stdio and HTTP.
+
+Builds stores of 10k / 100k items exactly as ``run.py`` does (real LoCoMo turns, bulk path for
+the rest), then starts ``ralph-context serve`` as a subprocess on each store and times the
+full round trip of ``tools/call get_relevant_context`` with LoCoMo questions: JSON-RPC,
+validation, query embedding, hybrid search, scoring, budget and the structured reply.
+Goal: p99 <= 40 ms at 100k over stdio (seed target < 100 ms).
+
+Prints a table and writes ``mcp_results.json`` to ``--out``.
+
+Usage: ``python benchmarks/latency/mcp_latency.py --sizes 10000,100000``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import mcp
+import numpy as np
+from mcp import StdioServerParameters
+
+from benchmarks.latency.run import DEFAULT_DATA, load_corpus, load_store, percentile, settings_for
+from ralph_context import Engine, Settings
+from ralph_context.embeddings.local import load_embedder
+
+SERVE = [sys.executable, "-m", "ralph_context", "serve"]
+
+
+def write_config(store: Path) -> Path:
+    config = store.parent / f"{store.name}.yaml"
+    config.write_text(
+        f"learning:\n  mcp_context:\n    storage:\n      path: {store}\n"
+        "    lifecycle:\n      auto_run: false\n",
+        encoding="utf-8",
+    )
+    return config
+
+
+async def time_queries(client: mcp.Client, questions: list[str]) -> list[float]:
+    for question in questions[:10]:  # warm-up: caches, first-call paths
+        await client.call_tool("get_relevant_context", {"query": question})
+    latencies = []
+    for question in questions:
+        started = time.perf_counter()
+        result = await client.call_tool("get_relevant_context", {"query": question})
+        latencies.append((time.perf_counter() - started) * 1000)
+        assert not result.is_error
+    return latencies
+
+
+async def over_stdio(config: Path, questions: list[str]) -> list[float]:
+    env = {**os.environ, "RALPH_CONTEXT_CONFIG": str(config)}
+    params = StdioServerParameters(command=SERVE[0], args=SERVE[1:], env=env)
+    async with mcp.Client(params) as client:
+        return await time_queries(client, questions)
+
+
+def start_http(config: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``serve --transport http`` and wait until it answers."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    env = {**os.environ, "RALPH_CONTEXT_CONFIG": str(config)}
+    process = subprocess.Popen(
+        [*SERVE, "--transport", "http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    for _ in range(1200):
+        try:
+            httpx.get(url, timeout=0.5)
+            break
+        except httpx.TransportError:
+            time.sleep(0.1)
+    return process, url
+
+
+async def over_http(config: Path, questions: list[str]) -> list[float]:
+    process, url = await anyio.to_thread.run_sync(start_http, config)
+    try:
+        async with mcp.Client(url) as client:
+            return await time_queries(client, questions)
+    finally:
+        process.terminate()
+        await anyio.to_thread.run_sync(lambda: process.wait(timeout=60))
+
+
+def summary(latencies: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(percentile(latencies, 50), 2),
+        "p99_ms": round(percentile(latencies, 99), 2),
+        "mean_ms": round(float(np.mean(latencies)), 2),
+    }
+
+
+async def main(args: argparse.Namespace) -> None:
+    corpus = load_corpus(args.data)
+    embedder = load_embedder(Settings.load(None).embeddings)
+    rng = np.random.default_rng(args.seed)
+    random.seed(args.seed)
+    base_count = min(args.bases, len(corpus.turns))
+    ordered = sorted(range(base_count), key=lambda i: len(corpus.turns[i]))
+    bases = np.empty((base_count, embedder.dimension), dtype=np.float32)
+    for start in range(0, base_count, 32):
+        chunk = ordered[start : start + 32]
+        bases[chunk] = embedder.embed([corpus.turns[i] for i in chunk], 32)
+    picks = rng.choice(len(corpus.questions), size=args.queries, replace=False)
+    questions = [corpus.questions[int(p)] for p in picks]
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="ralph-mcp-bench-") as tmp:
+        for size in args.sizes:
+            store = Path(tmp) / f"s{size}"
+            async with Engine(settings_for(store), model_loader=lambda _s: embedder) as engine:
+                await load_store(engine, corpus, bases, size, rng)
+                await engine.maintain()
+            config = write_config(store)
+            stdio = await over_stdio(config, questions)
+            http = await over_http(config, questions)
+            run = {"items": size, "stdio": summary(stdio), "http": summary(http)}
+            runs.append(run)
+            print(
+                f"{size:>8} items  stdio p50 {run['stdio']['p50_ms']:6.2f} p99 "
+                f"{run['stdio']['p99_ms']:6.2f} ms   http p50 {run['http']['p50_ms']:6.2f} "
+                f"p99 {run['http']['p99_ms']:6.2f} ms"
+            )
+    results = {
+        "machine": {"cpus": os.cpu_count()},
+        "queries": args.queries,
+        "seed": args.seed,
+        "runs": runs,
+        "goals": {"stdio_p99_ms_at_100k": 40, "seed_p99_ms": 100},
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "mcp_results.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {args.out / 'mcp_results.json'}")
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON file")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--bases", type=int, default=2760, help="real turns embedded for bulk")
+    parser.add_argument(
+        "--sizes",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[10_000, 100_000],
+        help="comma-separated store sizes",
+    )
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=7)
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    anyio.run(main, parse())

@@ -1,0 +1,1 @@
+"""The MCP server: tools, resources and prompts over the engine, thin adapters only."""

@@ -1,0 +1,175 @@
+"""The MCP server object: the engine's lifetime, readable errors, and registration.
+
+``build_server(settings)`` returns an ``MCPServer`` whose lifespan starts one ``Engine``
+(per process on stdio, per app over HTTP). Tools, resources and prompts reach it through
+``EngineHolder``; static resources get no request context, so a holder is the one way all
+three can share it.
+
+Errors: the SDK hides the text of any exception it did not expect and shows pydantic's raw
+report for bad arguments. ``ContextServer`` turns both into one sentence naming the tool,
+the argument, what was wrong and what is allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp import MCPError
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, GetPromptResult, InputRequiredResult
+from pydantic import ValidationError
+
+from ralph_context import __version__
+from ralph_context._logging import ensure_logging
+from ralph_context.config import Settings
+from ralph_context.engine import Engine
+from ralph_context.errors import ActorUnavailable, InvalidInput, RalphContextError
+
+__all__ = ["ContextServer", "EngineHolder", "build_server", "describe_validation"]
+
+INSTRUCTIONS = (
+    "Memory for agent iteration loops. Before an iteration, call get_relevant_context with "
+    "what you are about to do; after it, call store_iteration_result (errors are remembered "
+    "too). Store lessons with store_context (type skill) and say which retrieved items "
+    "helped with mark_useful: feedback changes future rankings."
+)
+
+
+@dataclass
+class EngineHolder:
+    """The running engine, set while the server's lifespan is active."""
+
+    engine: Engine | None = None
+    settings: Settings = field(default_factory=Settings)
+
+    def get(self) -> Engine:
+        if self.engine is None:
+            raise ActorUnavailable("the context engine is not running (server starting up?)")
+        return self.engine
+
+
+def describe_validation(tool: str, error: ValidationError) -> str:
+    """One readable line per bad argument: which, what was wrong, what was given."""
+    problems = []
+    for detail in error.errors():
+        where = ".".join(str(part) for part in detail["loc"]) or "arguments"
+        given = detail.get("input")
+        shown = "" if detail["type"] == "missing" else f" (got {given!r:.80})"
+        problems.append(f"argument {where!r}: {detail['msg']}{shown}")
+    return f"{tool}: " + "; ".join(problems)
+
+
+class ContextServer(MCPServer):
+    """``MCPServer`` with errors a person can act on."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(describe_validation(name, cause)) from cause
+            if isinstance(cause, RalphContextError):
+                raise ToolError(f"{name}: {cause}") from cause
+            raise
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[Any, Any] | None = None,
+    ) -> GetPromptResult | InputRequiredResult:
+        known = {prompt.name: prompt for prompt in await self.list_prompts()}
+        if name not in known:
+            listed = ", ".join(sorted(known)) or "none"
+            raise MCPError(INVALID_PARAMS, f"unknown prompt {name!r}; available: {listed}")
+        declared = known[name].arguments or []
+        missing = [a.name for a in declared if a.required and a.name not in (arguments or {})]
+        if missing:
+            accepts = ", ".join(
+                f"{a.name!r}{' (required)' if a.required else ''}" for a in declared
+            )
+            noun = "argument" if len(missing) == 1 else "arguments"
+            raise MCPError(
+                INVALID_PARAMS,
+                f"prompt {name!r}: missing required {noun} "
+                f"{', '.join(repr(m) for m in missing)}; it accepts {accepts}",
+            )
+        try:
+            return await super().get_prompt(name, arguments, context)
+        except MCPError:
+            raise
+        except Exception as exc:
+            cause = _root(exc)
+            if isinstance(cause, InvalidInput):
+                raise MCPError(INVALID_PARAMS, str(cause)) from exc
+            if isinstance(cause, RalphContextError):
+                raise MCPError(INTERNAL_ERROR, str(cause)) from exc
+            raise
+
+
+def _root(exc: BaseException) -> BaseException:
+    """The first error of ours in the chain (the SDK wraps prompt failures)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, RalphContextError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return exc
+
+
+def build_server(
+    settings: Settings,
+    *,
+    engine: Engine | None = None,
+    engine_factory: Callable[[Settings], Engine] = Engine,
+) -> ContextServer:
+    """The MCP server with every context tool, resource and prompt registered.
+
+    Args:
+        settings: Configuration (tool defaults, custom prompts, the engine's settings).
+        engine: A running engine to serve. ``None``: each server lifespan starts its own
+            (right for one in-process client; the SSE app runs a lifespan per connection,
+            so ``serve`` passes one engine for all).
+        engine_factory: Builds the engine when ``engine`` is ``None``.
+
+    Raises:
+        ConfigError: A custom prompt's definition is invalid (checked before serving).
+    """
+    from ralph_context.server.prompts import register_prompts
+    from ralph_context.server.resources import register_resources
+    from ralph_context.server.tools import register_tools
+
+    ensure_logging()
+
+    holder = EngineHolder(engine=engine, settings=settings)
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[EngineHolder]:
+        if engine is not None:
+            yield holder
+            return
+        async with engine_factory(settings) as started:
+            holder.engine = started
+            try:
+                yield holder
+            finally:
+                holder.engine = None
+
+    server = ContextServer(
+        "ralph-context",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        lifespan=lifespan,
+        log_level="WARNING",
+    )
+    register_tools(server, holder)
+    register_resources(server, holder)
+    register_prompts(server, holder)
+    return server

@@ -1,0 +1,83 @@
+"""MCP prompts: the built-in ``Search`` and the custom ones from ``ralph.yaml`` ``prompts:``.
+
+``Search`` wraps retrieved context around the user's query in the shape our users asked for;
+the query appears twice on purpose (once to frame the results, once as the question).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument, UserMessage
+
+from ralph_context.models import RetrievedItem
+from ralph_context.server.app import EngineHolder
+from ralph_context.server.custom_prompts import CustomPrompt, resolve_prompts
+
+__all__ = ["format_results", "register_prompts", "search_message"]
+
+SEARCH = "Search"
+NO_RESULTS = "(no relevant context found)"
+
+
+def format_results(items: Sequence[RetrievedItem]) -> str:
+    """Retrieved items as ``### [TYPE]`` blocks, the seed's injection format."""
+    if not items:
+        return NO_RESULTS
+    return "\n\n".join(
+        f"### [{hit.item.content_type.value.upper()}]\n{hit.item.content}" for hit in items
+    )
+
+
+def search_message(query: str, results: str) -> str:
+    """The Search prompt's single user message."""
+    return (
+        f"<search-query>{query}</search-query>\n<search-results>\n{results}\n</search-results>\n"
+        "Use the above search results to answer the user's query below.\n"
+        f"<user-query>{query}</user-query>"
+    )
+
+
+def register_prompts(server: MCPServer, holder: EngineHolder) -> None:
+    """Register ``Search`` and every custom prompt.
+
+    Raises:
+        ConfigError: A custom prompt's function reference does not import.
+    """
+
+    async def search(query: str) -> list[UserMessage]:
+        result = await holder.get().search(query)
+        return [UserMessage(search_message(query, format_results(result.items)))]
+
+    server.add_prompt(
+        Prompt(
+            name=SEARCH,
+            description="Search the context memory and answer the query from the results.",
+            arguments=[
+                PromptArgument(name="query", description="What to search for", required=True)
+            ],
+            fn=search,
+            title=None,
+            context_kwarg=None,
+        )
+    )
+    for custom in resolve_prompts(holder.settings.prompts):
+        server.add_prompt(_as_prompt(custom))
+
+
+def _as_prompt(custom: CustomPrompt) -> Prompt:
+    async def render(**arguments: str) -> list[UserMessage]:
+        return [UserMessage(await custom.render(arguments))]
+
+    return Prompt(
+        name=custom.name,
+        description=custom.description,
+        arguments=[
+            PromptArgument(name=a.name, description=a.description, required=a.required)
+            for a in custom.arguments
+        ],
+        fn=render,
+        title=None,
+        context_kwarg=None,
+    )

@@ -1,0 +1,204 @@
+"""What the context tools return: these models are the tools' published output schemas."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ralph_context.actors.lifecycle import LifecycleReport
+from ralph_context.engine import EngineHealth
+from ralph_context.models import ContextItem, IterationResult, RetrievalResult, RetrievedItem
+from ralph_context.storage.lance_store import StoreStats
+
+__all__ = [
+    "ActorStatus",
+    "ContextAnswer",
+    "ContextStats",
+    "Feedback",
+    "HealthReport",
+    "History",
+    "IterationStored",
+    "LifecycleAnswer",
+    "SearchStats",
+    "Skills",
+    "Stored",
+]
+
+_MIB = 1024 * 1024
+
+
+class SearchStats(BaseModel):
+    """How a retrieval went: timings, how many candidates each rule turned away, the tier."""
+
+    query_embedding_time_ms: float
+    search_time_ms: float
+    total_candidates: int
+    filtered_count: int
+    over_budget_count: int
+    duplicate_count: int
+    tokens_used: int
+    token_budget: int
+    tier: str
+    degraded_reason: str | None
+
+    @classmethod
+    def of(cls, result: RetrievalResult) -> SearchStats:
+        return cls.model_validate(result.model_dump(exclude={"items"}))
+
+
+class ContextAnswer(BaseModel):
+    """``get_relevant_context``: items best first, each with its score breakdown."""
+
+    items: list[RetrievedItem]
+    stats: SearchStats
+
+
+class History(BaseModel):
+    """``get_iteration_history``: newest first."""
+
+    iterations: list[IterationResult]
+    current_iteration: int
+
+
+class Skills(BaseModel):
+    """``get_skills``: most useful first."""
+
+    skills: list[ContextItem]
+    count: int
+
+
+class Stored(BaseModel):
+    """``store_context``."""
+
+    id: str
+    content_type: str
+    created_iteration: int
+    tokens: int
+
+
+class Feedback(BaseModel):
+    """``mark_useful``."""
+
+    item_id: str
+    helpful: bool
+    usefulness_score: float
+
+
+class IterationStored(BaseModel):
+    """``store_iteration_result``."""
+
+    iteration: int
+    current_iteration: int
+    error_item_id: str | None
+    lifecycle: Literal["queued", "manual"]
+
+
+class LifecycleAnswer(BaseModel):
+    """``summarize_old_context`` / ``prune_low_value_context``: ids per action."""
+
+    dry_run: bool
+    iteration: int
+    summarized: list[str]
+    pruned: list[str]
+    aged: list[str]
+    archived: list[str]
+    chars_saved: int
+    summarizer: str
+    notes: list[str]
+
+    @classmethod
+    def of(cls, report: LifecycleReport) -> LifecycleAnswer:
+        return cls(
+            dry_run=report.dry_run,
+            iteration=report.iteration,
+            summarized=list(report.summarized),
+            pruned=[*report.pruned, *report.pruned_for_space],
+            aged=list(report.aged),
+            archived=list(report.archived),
+            chars_saved=report.chars_saved,
+            summarizer=report.summarizer,
+            notes=list(report.notes),
+        )
+
+
+class ContextStats(BaseModel):
+    """``get_context_stats`` and ``context://stats``."""
+
+    items: int
+    archived: int
+    by_type: dict[str, int]
+    by_state: dict[str, int]
+    without_vector: int
+    iterations: int
+    latest_iteration: int
+    size_bytes: int
+    size_mb: float
+    max_size_mb: float
+    table_version: int
+    vector_index: bool
+    model_id: str | None
+    dimension: int
+
+    @classmethod
+    def of(cls, stats: StoreStats, max_size_mb: float) -> ContextStats:
+        return cls(
+            **stats.__dict__, size_mb=round(stats.size_bytes / _MIB, 3), max_size_mb=max_size_mb
+        )
+
+
+class ActorStatus(BaseModel):
+    """One actor's health."""
+
+    state: str
+    restarts: int
+    last_error: str | None
+
+
+class HealthReport(BaseModel):
+    """``health_check``: ``healthy`` when every actor serves, ``degraded`` when queries fall
+    back to a lower tier, ``unhealthy`` when nothing can be retrieved."""
+
+    status: Literal["healthy", "degraded", "unhealthy"]
+    tier: str
+    actors: dict[str, ActorStatus]
+    store: str
+    size_bytes: int | None
+    max_size_mb: float
+    model_id: str | None
+    current_iteration: int
+    version: str
+
+    @classmethod
+    def of(
+        cls,
+        health: EngineHealth,
+        *,
+        size_bytes: int | None,
+        max_size_mb: float,
+        current_iteration: int,
+        version: str,
+    ) -> HealthReport:
+        status: Literal["healthy", "degraded", "unhealthy"]
+        if health.tier == "semantic" and all(a.serving for a in health.actors.values()):
+            status = "healthy"
+        elif health.tier in ("semantic", "text"):
+            status = "degraded"
+        else:
+            status = "unhealthy"
+        return cls(
+            status=status,
+            tier=health.tier.value,
+            actors={
+                name: ActorStatus(
+                    state=snap.state.value, restarts=snap.restarts, last_error=snap.last_error
+                )
+                for name, snap in health.actors.items()
+            },
+            store=health.store,
+            size_bytes=size_bytes,
+            max_size_mb=max_size_mb,
+            model_id=health.model_id,
+            current_iteration=current_iteration,
+            version=version,
+        )

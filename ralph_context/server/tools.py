@@ -1,0 +1,226 @@
+"""The context tools: names, arguments and defaults as in the seed design.
+
+No ``from __future__ import annotations`` here: the SDK reads each tool's signature, and
+some annotations use values of the settings in scope when the tool is defined.
+
+Each tool is a thin adapter: validate through the schema, call the engine, shape the answer.
+Defaults that live in ``ralph.yaml`` (max_items, min_score) are read from the settings when
+the server is built, so the published schema shows the configured value.
+"""
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from ralph_context import __version__
+from ralph_context.engine import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS
+from ralph_context.errors import RalphContextError
+from ralph_context.models import IterationResult
+from ralph_context.scoring import item_tokens
+from ralph_context.server.app import EngineHolder
+from ralph_context.server.schemas import (
+    ContextAnswer,
+    ContextStats,
+    Feedback,
+    HealthReport,
+    History,
+    IterationStored,
+    LifecycleAnswer,
+    SearchStats,
+    Skills,
+    Stored,
+)
+
+__all__ = ["register_tools"]
+
+TypeName = Literal["task", "iteration", "skill", "file", "output", "error"]
+Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+READ = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+DESTROY = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+
+
+def _progress(ctx: Context[Any, Any]) -> Any:
+    async def report(done: float, total: float | None, message: str | None) -> None:
+        await ctx.report_progress(done, total, message)
+
+    return report
+
+
+def register_tools(server: MCPServer, holder: EngineHolder) -> None:
+    """Register the ten context tools on ``server``."""
+    settings = holder.settings
+    retrieval = settings.retrieval
+
+    @server.tool(annotations=READ)
+    async def get_relevant_context(
+        query: Annotated[
+            str,
+            Field(
+                description=f"What you are working on; the first "
+                f"{MAX_QUERY_CHARS} characters are used."
+            ),
+        ],
+        max_items: Annotated[int, Field(ge=1, le=MAX_ITEMS)] = retrieval.max_items_per_query,
+        context_types: Annotated[
+            list[TypeName] | None, Field(description="Only these types; default all.")
+        ] = None,
+        min_score: Unit = retrieval.min_relevance_score,
+        max_tokens: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                le=MAX_TOKENS,
+                description="Token budget for all items together; "
+                f"default {retrieval.max_context_tokens} (retrieval.max_context_tokens).",
+            ),
+        ] = None,
+    ) -> ContextAnswer:
+        """Retrieve the stored context most relevant to the current task, best first.
+
+        Relevance = semantic similarity, recency, usefulness feedback and type match; each
+        item carries its score breakdown. Results fit the token budget, near-duplicates
+        collapsed. Stats say which tier answered (semantic, text, none) and why.
+        """
+        result = await holder.get().search(
+            query,
+            max_items=max_items,
+            context_types=context_types,
+            min_score=min_score,
+            max_tokens=max_tokens,
+        )
+        return ContextAnswer(items=list(result.items), stats=SearchStats.of(result))
+
+    @server.tool(annotations=READ)
+    async def get_iteration_history(
+        last_n: Annotated[int, Field(ge=1, le=1000)] = 5,
+    ) -> History:
+        """The last iterations' results, newest first: what was tried, what failed."""
+        engine = holder.get()
+        iterations = await engine.recent_iterations(last_n)
+        return History(iterations=iterations, current_iteration=engine.current_iteration)
+
+    @server.tool(annotations=READ)
+    async def get_skills(
+        tags: Annotated[list[str] | None, Field(description="Any of these tags.")] = None,
+        min_score: Annotated[float, Field(ge=0.0, le=1.0, description="Minimum usefulness.")] = 0.5,
+    ) -> Skills:
+        """Learned skills and strategies at or above a usefulness score, most useful first."""
+        skills = await holder.get().skills(tags, min_score)
+        return Skills(skills=skills, count=len(skills))
+
+    @server.tool(annotations=WRITE)
+    async def store_context(
+        content: str,
+        context_type: TypeName,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Stored:
+        """Store something worth remembering (embedded and indexed for retrieval)."""
+        item = await holder.get().store(content, context_type, tags=tags, metadata=metadata)
+        return Stored(
+            id=item.id,
+            content_type=item.content_type.value,
+            created_iteration=item.created_iteration,
+            tokens=item_tokens(item),
+        )
+
+    @server.tool(annotations=WRITE)
+    async def mark_useful(item_id: str, helpful: bool, reason: str | None = None) -> Feedback:
+        """Say whether a retrieved item helped: +0.10 usefulness if so, -0.15 if not."""
+        score = await holder.get().mark_useful(item_id, helpful, reason)
+        return Feedback(item_id=item_id, helpful=helpful, usefulness_score=score)
+
+    @server.tool(annotations=WRITE)
+    async def store_iteration_result(
+        iteration: Annotated[int, Field(ge=0)],
+        summary: str,
+        success: bool,
+        duration_ms: Annotated[int, Field(ge=0)] = 0,
+        tokens_used: Annotated[int, Field(ge=0)] = 0,
+        cost: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = 0.0,
+        tool_calls: list[str] | None = None,
+        artifacts: list[str] | None = None,
+        error: str | None = None,
+    ) -> IterationStored:
+        """Record what an iteration did; an error is also stored as an error item. Advances
+        the lifecycle clock and queues a lifecycle pass."""
+        engine = holder.get()
+        error_item = await engine.record_iteration(
+            IterationResult(
+                iteration=iteration,
+                summary=summary,
+                success=success,
+                duration_ms=duration_ms,
+                tokens_used=tokens_used,
+                cost=cost,
+                tool_calls=tuple(tool_calls or ()),
+                artifacts=tuple(artifacts or ()),
+                error=error,
+            )
+        )
+        return IterationStored(
+            iteration=iteration,
+            current_iteration=engine.current_iteration,
+            error_item_id=error_item.id if error_item else None,
+            lifecycle="queued" if settings.lifecycle.auto_run else "manual",
+        )
+
+    @server.tool(annotations=DESTROY)
+    async def summarize_old_context(
+        ctx: Context[Any, Any],
+        older_than_iterations: Annotated[int, Field(ge=0)] = 20,
+        dry_run: bool = False,
+    ) -> LifecycleAnswer:
+        """Replace old items' text with extractive summaries (originals kept in the archive,
+        readable at context://items/{id}). dry_run lists what would change."""
+        report = await holder.get().summarize_old(
+            older_than_iterations, dry_run=dry_run, progress=_progress(ctx)
+        )
+        return LifecycleAnswer.of(report)
+
+    @server.tool(annotations=DESTROY)
+    async def prune_low_value_context(
+        ctx: Context[Any, Any],
+        min_score: Annotated[
+            float, Field(ge=0.0, le=1.0, description="Delete items with usefulness below this.")
+        ] = 0.3,
+        dry_run: bool = False,
+    ) -> LifecycleAnswer:
+        """Delete items whose usefulness fell below min_score (only negative feedback gets
+        an item there). Permanent; dry_run lists what would go."""
+        report = await holder.get().prune_low_value(
+            min_score, dry_run=dry_run, progress=_progress(ctx)
+        )
+        return LifecycleAnswer.of(report)
+
+    @server.tool(annotations=READ)
+    async def get_context_stats() -> ContextStats:
+        """Counts by type and state, archive size, disk use, index and model."""
+        stats = await holder.get().stats()
+        return ContextStats.of(stats, settings.storage.max_size_mb)
+
+    @server.tool(annotations=READ)
+    async def health_check() -> HealthReport:
+        """Per-actor health, the retrieval tier in force, store size and model."""
+        engine = holder.get()
+        try:
+            size: int | None = (await engine.stats()).size_bytes
+        except RalphContextError:  # the store is down: health says so below
+            size = None
+        return HealthReport.of(
+            engine.health(),
+            size_bytes=size,
+            max_size_mb=settings.storage.max_size_mb,
+            current_iteration=engine.current_iteration,
+            version=__version__,
+        )

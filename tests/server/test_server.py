@@ -1,0 +1,140 @@
+"""The MCP server as a subprocess, driven by the official ``mcp`` client over stdio and HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx
+import mcp
+import pytest
+from mcp import StdioServerParameters
+
+from tests.server.mcp_scenario import exercise
+
+CLI = [sys.executable, "-m", "ralph_context"]
+# The console script, for launchers that would read `-m` as their own option.
+SCRIPT = str(Path(sys.executable).with_name("ralph-context"))
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Server subprocesses cost seconds each; the engine's trio coverage lives elsewhere."""
+    return "asyncio"
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "ralph.yaml"
+    path.write_text(
+        "learning:\n  mcp_context:\n    storage:\n      path: store\n"
+        "    lifecycle:\n      auto_run: false\n"
+        "    prompts:\n"
+        "      - name: review\n        description: Review a file\n"
+        "        arguments:\n          - Name: file\n            Required: true\n"
+        "        content: 'Review {file} carefully.'\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def environment(config: Path) -> dict[str, str]:
+    return {**os.environ, "RALPH_CONTEXT_CONFIG": str(config)}
+
+
+async def test_every_tool_resource_and_prompt_over_stdio(config: Path) -> None:
+    params = StdioServerParameters(
+        command=CLI[0], args=[*CLI[1:], "serve"], env=environment(config), cwd=str(config.parent)
+    )
+    with anyio.fail_after(120):
+        async with mcp.Client(params) as client:
+            await exercise(client)
+            review = await client.get_prompt("review", {"file": "app.py"})
+            assert review.messages[0].content.text == "Review app.py carefully."  # type: ignore[union-attr]
+            with pytest.raises(mcp.MCPError, match="missing required argument 'file'"):
+                await client.get_prompt("review", {})
+            prompts = (await client.list_prompts()).prompts
+            listed = next(p for p in prompts if p.name == "review")
+            assert listed.arguments is not None
+            dumped = listed.arguments[0].model_dump(by_alias=True, exclude_none=True)
+            assert set(dumped) <= {"name", "description", "required"}  # lowercase only
+            assert (dumped["name"], dumped["required"]) == ("file", True)
+    assert (config.parent / "store").is_dir()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(config: Path) -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [*CLI, "serve", "--transport", "http", "--port", str(port)],
+        env=environment(config),
+        cwd=config.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        for _ in range(600):
+            if process.poll() is not None:
+                raise AssertionError(process.communicate()[1].decode())
+            try:
+                httpx.get(url, timeout=0.5)
+                break
+            except httpx.TransportError:
+                anyio.run(anyio.sleep, 0.1)
+        yield url
+    finally:
+        process.terminate()
+        stdout, _stderr = process.communicate(timeout=30)
+    assert stdout == b""  # logs go to stderr, never stdout
+
+
+async def test_every_tool_resource_and_prompt_over_http(http_server: str) -> None:
+    with anyio.fail_after(120):
+        async with mcp.Client(http_server) as client:
+            await exercise(client)
+
+
+@pytest.mark.skipif(shutil.which("npx") is None, reason="needs Node's npx for the Inspector")
+def test_mcp_inspector_cli_lists_and_calls_tools(config: Path) -> None:
+    def inspector(*args: str) -> str:
+        done = subprocess.run(
+            [
+                "npx",
+                "-y",
+                "@modelcontextprotocol/inspector@0.15.0",
+                "--cli",
+                "-e",
+                f"RALPH_CONTEXT_CONFIG={config}",
+                SCRIPT,
+                "serve",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=config.parent,
+            env=environment(config),
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    listed = json.loads(inspector("--method", "tools/list"))
+    names = {tool["name"] for tool in listed["tools"]}
+    assert {"get_relevant_context", "store_context", "health_check"} <= names
+    called = json.loads(inspector("--method", "tools/call", "--tool-name", "get_context_stats"))
+    assert called["structuredContent"]["items"] == 0
