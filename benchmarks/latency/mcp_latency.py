@@ -8,7 +8,7 @@ Goal: p99 <= 40 ms at 100k over stdio (seed target < 100 ms).
 
 Prints a table and writes ``mcp_results.json`` to ``--out``.
 
-Usage: ``python benchmarks/latency/mcp_latency.py --sizes 10000,100000``
+Usage (from the repository root): ``python -m benchmarks.latency.mcp_latency``
 """
 
 from __future__ import annotations
@@ -31,7 +31,13 @@ import mcp
 import numpy as np
 from mcp import StdioServerParameters
 
-from benchmarks.latency.run import DEFAULT_DATA, load_corpus, load_store, percentile, settings_for
+from benchmarks.latency.run import (
+    add_store_arguments,
+    load_corpus,
+    load_store,
+    percentile,
+    settings_for,
+)
 from ralph_context import Engine, Settings
 from ralph_context.embeddings.local import load_embedder
 
@@ -151,17 +157,8 @@ async def main(args: argparse.Namespace) -> None:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON file")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
-    parser.add_argument("--bases", type=int, default=2760, help="real turns embedded for bulk")
-    parser.add_argument(
-        "--sizes",
-        type=lambda s: [int(x) for x in s.split(",")],
-        default=[10_000, 100_000],
-        help="comma-separated store sizes",
-    )
-    parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--seed", type=int, default=7)
+    add_store_arguments(parser)
     return parser.parse_args(argv)
 
 

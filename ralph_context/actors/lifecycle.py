@@ -162,15 +162,16 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         self, plan: Plan, now: int, dry_run: bool, progress: Progress | None
     ) -> LifecycleReport:
         pruned = (*plan.to_prune, *plan.to_prune_archived)
+        report = LifecycleReport(
+            dry_run=dry_run,
+            iteration=now,
+            aged=plan.to_aging,
+            summarized=plan.to_summarize,
+            archived=plan.to_archive,
+            pruned=pruned,
+        )
         if dry_run or plan.empty:
-            return LifecycleReport(
-                dry_run=dry_run,
-                iteration=now,
-                aged=plan.to_aging,
-                summarized=plan.to_summarize,
-                archived=plan.to_archive,
-                pruned=pruned,
-            )
+            return report
         total = float(len(plan.to_summarize) + 3)
         if plan.to_aging:
             await self.storage.set_state(plan.to_aging, ContextState.AGING)
@@ -190,16 +191,7 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
             archived=len(plan.to_archive),
             pruned=len(pruned),
         )
-        return LifecycleReport(
-            dry_run=False,
-            iteration=now,
-            aged=plan.to_aging,
-            summarized=plan.to_summarize,
-            archived=plan.to_archive,
-            pruned=pruned,
-            chars_saved=saved,
-            summarizer=summarizer,
-        )
+        return replace(report, chars_saved=saved, summarizer=summarizer)
 
     async def _summarize(
         self, ids: Sequence[str], progress: Progress | None, total: float
