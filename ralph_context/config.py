@@ -39,6 +39,7 @@ from ralph_context.models import ContextType
 __all__ = [
     "PRESETS",
     "RESERVED_PROMPT_NAMES",
+    "SEARCH_PROMPT",
     "EmbeddingsSettings",
     "LifecycleSettings",
     "PromptArgumentSpec",
@@ -187,7 +188,8 @@ class ScoringSettings(_Section):
 
 
 # Names of the MCP server's built-in prompts: a custom prompt may not shadow one.
-RESERVED_PROMPT_NAMES = frozenset({"Search"})
+SEARCH_PROMPT = "Search"
+RESERVED_PROMPT_NAMES = frozenset({SEARCH_PROMPT})
 _ARGUMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 # Errors about a definition as a whole: reported without echoing the (long) offending input.
 _DEFINITION_ERROR = "prompt_definition"
@@ -217,17 +219,21 @@ def _lowercase_keys(data: object, fields: Iterable[str]) -> object:
     return normalized
 
 
-class PromptArgumentSpec(_Section):
-    """One argument of a custom prompt, as ``prompts/list`` shows it (lowercase keys only)."""
-
-    name: str
-    description: str = ""
-    required: bool = False
+class _CapitalizedKeysSection(_Section):
+    """A section that also accepts ``Name``-style keys (see :func:`_lowercase_keys`)."""
 
     @model_validator(mode="before")
     @classmethod
     def _accept_capitalized_keys(cls, data: object) -> object:
         return _lowercase_keys(data, cls.model_fields)
+
+
+class PromptArgumentSpec(_CapitalizedKeysSection):
+    """One argument of a custom prompt, as ``prompts/list`` shows it (lowercase keys only)."""
+
+    name: str
+    description: str = ""
+    required: bool = False
 
     @field_validator("name")
     @classmethod
@@ -242,7 +248,7 @@ class PromptArgumentSpec(_Section):
         return name
 
 
-class PromptSpec(_Section):
+class PromptSpec(_CapitalizedKeysSection):
     """A custom MCP prompt from the ``prompts`` list: a text template or a Python function.
 
     ``type: auto`` decides by ``content``: a ``module:function`` reference is a function,
@@ -256,11 +262,6 @@ class PromptSpec(_Section):
     arguments: tuple[PromptArgumentSpec, ...] = ()
     type: Literal["text", "function", "auto"] = "auto"
     content: str
-
-    @model_validator(mode="before")
-    @classmethod
-    def _accept_capitalized_keys(cls, data: object) -> object:
-        return _lowercase_keys(data, cls.model_fields)
 
     @field_validator("name")
     @classmethod

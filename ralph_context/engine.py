@@ -496,6 +496,15 @@ class Engine:
         """
         return await self._require_storage().stats()
 
+    async def size_bytes(self) -> int:
+        """Bytes the store takes on disk (hot tables, archive, old versions); cheaper than
+        :meth:`stats`, which also scans columns.
+
+        Raises:
+            ActorUnavailable: The store is down.
+        """
+        return await self._require_storage().size_bytes()
+
     async def maintain(self) -> None:
         """Compact the store and build or refresh its indexes now."""
         await self._require_storage().maintain()

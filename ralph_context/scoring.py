@@ -78,16 +78,20 @@ def relevance(
     requested: Sequence[ContextType],
     weights: ScoringSettings,
     vector: Vectors | None = None,
+    match: str = "semantic",
 ) -> Scored:
-    """Score one candidate; ``now`` is the current iteration (the lifecycle clock)."""
+    """Score one candidate; ``now`` is the current iteration (the lifecycle clock).
+
+    ``match`` names the similarity factor in the breakdown (``lexical`` on the text tier).
+    """
     factors = {
-        "semantic": min(max(similarity, 0.0), 1.0),
+        match: min(max(similarity, 0.0), 1.0),
         "recency": recency(now - item.created_iteration, item.content_type),
         "usefulness": item.usefulness_score,
         "type_match": type_match(item.content_type, requested),
     }
     score = (
-        factors["semantic"] * weights.semantic_weight
+        factors[match] * weights.semantic_weight
         + factors["recency"] * weights.recency_weight
         + factors["usefulness"] * weights.usefulness_weight
         + factors["type_match"] * weights.type_match_weight
@@ -199,22 +203,18 @@ def rank(
     """
     scored = [
         relevance(
-            c.item, c.similarity, now=now, requested=requested, weights=weights, vector=c.vector
+            c.item,
+            c.similarity,
+            now=now,
+            requested=requested,
+            weights=weights,
+            vector=c.vector,
+            match=match,
         )
         for c in candidates
     ]
     passing = [s for s in scored if s.score >= min_score]
     passing.sort(key=lambda s: s.score, reverse=True)
-    if match != "semantic":
-        passing = [
-            Scored(
-                s.item,
-                s.score,
-                {match if k == "semantic" else k: v for k, v in s.breakdown.items()},
-                s.vector,
-            )
-            for s in passing
-        ]
     fit = _fit(passing, max_items=max_items, max_tokens=max_tokens, cost=item_tokens)
     return Ranking(
         kept=fit.kept,

@@ -479,19 +479,18 @@ class StorageActor(Actor[StorageRequest, object]):
         self, vector: Vectors, text: str, limit: int, where: ItemFilter
     ) -> tuple[list[VectorHit], list[TextHit]]:
         store = self.store
-        found: dict[str, Any] = {}
+        text_hits: list[TextHit] = []
 
         async def lexical() -> None:
             try:
-                found["text"] = await self._run(store.text_search, text, limit, where)
+                text_hits.extend(await self._run(store.text_search, text, limit, where))
             except Exception as exc:
                 log.warning("text_half_failed", error=str(exc))
-                found["text"] = []
 
         async with anyio.create_task_group() as group:
             group.start_soon(lexical)
-            found["vector"] = await self._run(store.vector_search, vector, limit, where)
-        return found["vector"], found["text"]
+            vector_hits = await self._run(store.vector_search, vector, limit, where)
+        return vector_hits, text_hits
 
     async def _run(self, function: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(function, *args)

@@ -28,6 +28,7 @@ from ralph_context._logging import ensure_logging
 from ralph_context.config import Settings
 from ralph_context.engine import Engine
 from ralph_context.errors import ActorUnavailable, InvalidInput, RalphContextError
+from ralph_context.server.custom_prompts import argument_problem
 
 __all__ = ["ContextServer", "EngineHolder", "build_server", "describe_validation"]
 
@@ -89,18 +90,9 @@ class ContextServer(MCPServer):
         if name not in known:
             listed = ", ".join(sorted(known)) or "none"
             raise MCPError(INVALID_PARAMS, f"unknown prompt {name!r}; available: {listed}")
-        declared = known[name].arguments or []
-        missing = [a.name for a in declared if a.required and a.name not in (arguments or {})]
-        if missing:
-            accepts = ", ".join(
-                f"{a.name!r}{' (required)' if a.required else ''}" for a in declared
-            )
-            noun = "argument" if len(missing) == 1 else "arguments"
-            raise MCPError(
-                INVALID_PARAMS,
-                f"prompt {name!r}: missing required {noun} "
-                f"{', '.join(repr(m) for m in missing)}; it accepts {accepts}",
-            )
+        problem = argument_problem(name, known[name].arguments or [], arguments or {})
+        if problem is not None:
+            raise MCPError(INVALID_PARAMS, problem)
         try:
             return await super().get_prompt(name, arguments, context)
         except MCPError:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Literal, Protocol
 
 import anyio.to_thread
 
@@ -34,8 +34,10 @@ from ralph_context.errors import ConfigError, InvalidInput, PromptFunctionError
 __all__ = [
     "FUNCTION_REFERENCE",
     "CustomPrompt",
+    "DeclaredArgument",
     "PromptFunction",
     "PromptKind",
+    "argument_problem",
     "find_prompt",
     "resolve_prompt",
     "resolve_prompts",
@@ -100,26 +102,9 @@ class CustomPrompt:
         return re.compile(r"\{(" + names + r")\}")
 
     def _check(self, supplied: Mapping[str, str]) -> None:
-        declared = {argument.name for argument in self.arguments}
-        unknown = [name for name in supplied if name not in declared]
-        missing = [a.name for a in self.arguments if a.required and a.name not in supplied]
-        problems = []
-        if missing:
-            problems.append(f"missing required {_plural('argument', missing)} {_quoted(missing)}")
-        if unknown:
-            problems.append(f"unknown {_plural('argument', unknown)} {_quoted(unknown)}")
-        if problems:
-            raise InvalidInput(
-                f"prompt {self.name!r}: {'; '.join(problems)}; it accepts {self._accepted()}"
-            )
-
-    def _accepted(self) -> str:
-        if not self.arguments:
-            return "no arguments"
-        return ", ".join(
-            f"{argument.name!r}{' (required)' if argument.required else ''}"
-            for argument in self.arguments
-        )
+        problem = argument_problem(self.name, self.arguments, supplied)
+        if problem is not None:
+            raise InvalidInput(problem)
 
     async def _call(self, function: PromptFunction, supplied: dict[str, str]) -> str:
         result: object
@@ -222,6 +207,38 @@ def _import_function(spec: PromptSpec, reference: str) -> PromptFunction:
     if not callable(function):
         raise ConfigError(f"{where}: is a {type(function).__name__}, not a function{hint}")
     return function
+
+
+class DeclaredArgument(Protocol):
+    """A prompt argument as declared: ours (``PromptArgumentSpec``) or the SDK's."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def required(self) -> bool | None: ...
+
+
+def argument_problem(
+    prompt: str, declared: Sequence[DeclaredArgument], supplied: Mapping[str, object]
+) -> str | None:
+    """What is wrong with the arguments given to a prompt, naming each missing or unknown
+    one and listing what it accepts; ``None`` when nothing is."""
+    names = {argument.name for argument in declared}
+    unknown = [name for name in supplied if name not in names]
+    missing = [a.name for a in declared if a.required and a.name not in supplied]
+    problems = []
+    if missing:
+        problems.append(f"missing required {_plural('argument', missing)} {_quoted(missing)}")
+    if unknown:
+        problems.append(f"unknown {_plural('argument', unknown)} {_quoted(unknown)}")
+    if not problems:
+        return None
+    accepts = (
+        ", ".join(f"{a.name!r}{' (required)' if a.required else ''}" for a in declared)
+        or "no arguments"
+    )
+    return f"prompt {prompt!r}: {'; '.join(problems)}; it accepts {accepts}"
 
 
 def _plural(word: str, items: Sequence[str]) -> str:

@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument, UserMessage
 
+from ralph_context.config import SEARCH_PROMPT
 from ralph_context.models import RetrievedItem
 from ralph_context.server.app import EngineHolder
 from ralph_context.server.custom_prompts import CustomPrompt, resolve_prompts
 
 __all__ = ["format_results", "register_prompts", "search_message"]
 
-SEARCH = "Search"
 NO_RESULTS = "(no relevant context found)"
 
 
@@ -52,7 +52,7 @@ def register_prompts(server: MCPServer, holder: EngineHolder) -> None:
 
     server.add_prompt(
         Prompt(
-            name=SEARCH,
+            name=SEARCH_PROMPT,
             description="Search the context memory and answer the query from the results.",
             arguments=[
                 PromptArgument(name="query", description="What to search for", required=True)

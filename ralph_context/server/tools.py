@@ -15,6 +15,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ralph_context import __version__
+from ralph_context.actors.lifecycle import Progress
 from ralph_context.engine import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS
 from ralph_context.errors import RalphContextError
 from ralph_context.models import IterationResult
@@ -49,7 +50,9 @@ DESTROY = ToolAnnotations(
 )
 
 
-def _progress(ctx: Context[Any, Any]) -> Any:
+def _progress(ctx: Context[Any, Any]) -> Progress:
+    """Lifecycle progress as MCP progress notifications to the calling client."""
+
     async def report(done: float, total: float | None, message: str | None) -> None:
         await ctx.report_progress(done, total, message)
 
@@ -214,7 +217,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
         """Per-actor health, the retrieval tier in force, store size and model."""
         engine = holder.get()
         try:
-            size: int | None = (await engine.stats()).size_bytes
+            size: int | None = await engine.size_bytes()
         except RalphContextError:  # the store is down: health says so below
             size = None
         return HealthReport.of(

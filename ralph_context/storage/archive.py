@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import lancedb
-import numpy as np
 import pyarrow as pa
 
 from ralph_context.embeddings.local import Vectors
@@ -136,21 +135,6 @@ class ArchiveStore:
         for name in self.tables():
             total += int(self._db.open_table(name).count_rows("reason = 'archived'"))
         return total
-
-    def vectors(self, ids: Sequence[str]) -> dict[str, Vectors]:
-        """Stored vectors by id (for restoring or re-ranking archived rows)."""
-        if not ids:
-            return {}
-        where = _ids(ids)
-        found: dict[str, Vectors] = {}
-        for name in self.tables():
-            table = self._db.open_table(name).search().where(where).limit(None).to_arrow()
-            for row_id, vector in zip(
-                table.column("id").to_pylist(), table.column("vector").to_pylist(), strict=True
-            ):
-                if vector is not None:
-                    found[row_id] = np.asarray(vector, dtype=np.float32)
-        return found
 
     def optimize(self, retention: timedelta, *, delete_unverified: bool = False) -> None:
         """Compact every month table."""

@@ -382,7 +382,8 @@ class LanceStore:
         removed = 0
         for start in range(0, len(hot), _ID_CHUNK):
             removed += self.delete_items(hot[start : start + _ID_CHUNK])
-        archive_only = [i for i in archived if i not in set(hot)]
+        gone = set(hot)
+        archive_only = [i for i in archived if i not in gone]
         before = {entry.item.id for entry in self.archive.get(archive_only, "archived")}
         self.archive.delete([*hot, *archive_only])
         return removed + len(before)
