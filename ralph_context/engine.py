@@ -198,6 +198,11 @@ class Engine:
     # --- writing ----------------------------------------------------------------------------
 
     @property
+    def running(self) -> bool:
+        """True between entering and leaving ``async with``."""
+        return self._supervisor is not None
+
+    @property
     def current_iteration(self) -> int:
         """The lifecycle clock: the latest iteration stored so far."""
         return self._iteration

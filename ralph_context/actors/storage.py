@@ -96,7 +96,8 @@ class HybridSearch:
 
     vector: Vectors
     text: str
-    limit: int
+    vector_limit: int
+    text_limit: int
     where: ItemFilter
 
 
@@ -294,8 +295,8 @@ class StorageActor(Actor[StorageRequest, object]):
                 return await self._run(self.store.vector_search, vector, limit, where)
             case TextSearch(text, limit, where):
                 return await self._run(self.store.text_search, text, limit, where)
-            case HybridSearch(vector, text, limit, where):
-                return await self._hybrid(vector, text, limit, where)
+            case HybridSearch(vector, text, vector_limit, text_limit, where):
+                return await self._hybrid(vector, text, vector_limit, text_limit, where)
             case RecordAccess(ids):
                 # A dict update: cheap enough for the event loop, and the actor is the only
                 # user of the store, so no worker thread touches it meanwhile.
@@ -409,15 +410,20 @@ class StorageActor(Actor[StorageRequest, object]):
         return cast(list[TextHit], reply)
 
     async def hybrid_search(
-        self, vector: Vectors, text: str, limit: int, where: ItemFilter
+        self, vector: Vectors, text: str, vector_limit: int, text_limit: int, where: ItemFilter
     ) -> tuple[list[VectorHit], list[TextHit]]:
         """Vector hits and full-text hits for one query; a failed full-text half (e.g. a
         query of only stop words or a damaged FTS index) yields no text hits, not an error."""
-        reply = await self.call(HybridSearch(vector, text, limit, where), timeout=self.timeout)
+        reply = await self.call(
+            HybridSearch(vector, text, vector_limit, text_limit, where), timeout=self.timeout
+        )
         return cast(tuple[list[VectorHit], list[TextHit]], reply)
 
-    async def record_access(self, ids: Sequence[str]) -> None:
-        await self.call(RecordAccess(tuple(ids)), timeout=self.timeout)
+    def record_access(self, ids: Sequence[str]) -> bool:
+        """Count a retrieval of ``ids`` without waiting: the answer must not wait on
+        bookkeeping (nor on the usage flush it may trigger). The inbox keeps order, so a later
+        read through this actor sees the count. False when the actor could not take it."""
+        return self.tell(RecordAccess(tuple(ids)))
 
     async def adjust_usefulness(self, item_id: str, delta: float) -> float:
         reply = await self.call(AdjustUsefulness(item_id, delta), timeout=self.timeout)
@@ -476,20 +482,20 @@ class StorageActor(Actor[StorageRequest, object]):
     # --- internals -------------------------------------------------------------------------
 
     async def _hybrid(
-        self, vector: Vectors, text: str, limit: int, where: ItemFilter
+        self, vector: Vectors, text: str, vector_limit: int, text_limit: int, where: ItemFilter
     ) -> tuple[list[VectorHit], list[TextHit]]:
         store = self.store
         text_hits: list[TextHit] = []
 
         async def lexical() -> None:
             try:
-                text_hits.extend(await self._run(store.text_search, text, limit, where))
+                text_hits.extend(await self._run(store.text_search, text, text_limit, where))
             except Exception as exc:
                 log.warning("text_half_failed", error=str(exc))
 
         async with anyio.create_task_group() as group:
             group.start_soon(lexical)
-            vector_hits = await self._run(store.vector_search, vector, limit, where)
+            vector_hits = await self._run(store.vector_search, vector, vector_limit, where)
         return vector_hits, text_hits
 
     async def _run(self, function: Callable[..., T], *args: Any) -> T:

@@ -6,28 +6,15 @@ the query appears twice on purpose (once to frame the results, once as the quest
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument, UserMessage
 
 from ralph_context.config import SEARCH_PROMPT
-from ralph_context.models import RetrievedItem
+from ralph_context.injection import format_results
 from ralph_context.server.app import EngineHolder
 from ralph_context.server.custom_prompts import CustomPrompt, resolve_prompts
 
-__all__ = ["format_results", "register_prompts", "search_message"]
-
-NO_RESULTS = "(no relevant context found)"
-
-
-def format_results(items: Sequence[RetrievedItem]) -> str:
-    """Retrieved items as ``### [TYPE]`` blocks, the seed's injection format."""
-    if not items:
-        return NO_RESULTS
-    return "\n\n".join(
-        f"### [{hit.item.content_type.value.upper()}]\n{hit.item.content}" for hit in items
-    )
+__all__ = ["register_prompts", "search_message"]
 
 
 def search_message(query: str, results: str) -> str:

@@ -1,0 +1,174 @@
+"""Where the hook's context comes from: the engine in this process, or a ralph-context MCP
+server (client mode). Both answer the same two questions — what is relevant now, and store
+what this iteration did — and both are async, run on the bridge's own event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import mcp
+from mcp import StdioServerParameters
+
+from ralph_context import Engine
+from ralph_context.models import ContextType, IterationResult, RetrievedItem, Tier
+from ralph_context.server.schemas import ContextAnswer
+
+__all__ = [
+    "ContextSession",
+    "ContextSource",
+    "EngineSource",
+    "Served",
+    "ServerSource",
+    "SourceError",
+]
+
+
+class SourceError(Exception):
+    """The source could not answer (server gone, tool error); the hook falls back."""
+
+
+@dataclass(frozen=True)
+class Served:
+    """One retrieval: the items, the tier that served them, and why it was not better."""
+
+    items: tuple[RetrievedItem, ...]
+    tier: Tier
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class IterationRecord:
+    """What the hook stores after an adapter call."""
+
+    result: IterationResult
+    output: str | None
+    metadata: dict[str, str | int]
+
+
+class ContextSession(Protocol):
+    """An open connection to a source."""
+
+    async def search(
+        self, query: str, *, max_tokens: int, prefer_types: Sequence[ContextType]
+    ) -> Served: ...
+
+    async def record(self, record: IterationRecord) -> None: ...
+
+
+class ContextSource(Protocol):
+    """Opens sessions; a source whose session broke is opened again later."""
+
+    name: str
+
+    def session(self) -> AbstractAsyncContextManager[ContextSession]: ...
+
+
+OUTPUT_TAG = "iteration-output"
+
+
+class _EngineSession:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def search(
+        self, query: str, *, max_tokens: int, prefer_types: Sequence[ContextType]
+    ) -> Served:
+        result = await self.engine.search(query, max_tokens=max_tokens, prefer_types=prefer_types)
+        return Served(result.items, result.tier, result.degraded_reason)
+
+    async def record(self, record: IterationRecord) -> None:
+        await self.engine.record_iteration(record.result)
+        if record.output:
+            limit = self.engine.settings.storage.max_content_bytes
+            await self.engine.store(
+                _clip(record.output, limit),
+                ContextType.OUTPUT,
+                tags=(OUTPUT_TAG,),
+                metadata=dict(record.metadata),
+                source="ralph",
+                iteration=record.result.iteration,
+            )
+
+
+class EngineSource:
+    """The engine in this process (no server). The bridge enters it on its own loop, so the
+    engine's actors keep running between Ralph's iterations."""
+
+    name = "engine"
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[ContextSession]:
+        async with self.engine:
+            yield _EngineSession(self.engine)
+
+
+class _ServerSession:
+    def __init__(self, client: mcp.Client, max_content_bytes: int) -> None:
+        self.client = client
+        self.max_content_bytes = max_content_bytes
+
+    async def search(
+        self, query: str, *, max_tokens: int, prefer_types: Sequence[ContextType]
+    ) -> Served:
+        # The tool has no soft type preference (only a filter), so none is sent.
+        del prefer_types
+        answer = ContextAnswer.model_validate(
+            await self._call("get_relevant_context", {"query": query, "max_tokens": max_tokens})
+        )
+        stats = answer.stats
+        return Served(tuple(answer.items), Tier(stats.tier), stats.degraded_reason)
+
+    async def record(self, record: IterationRecord) -> None:
+        result = record.result
+        arguments = result.model_dump(mode="json", exclude={"created_at"}, exclude_none=True)
+        await self._call("store_iteration_result", arguments)
+        if record.output:
+            await self._call(
+                "store_context",
+                {
+                    "content": _clip(record.output, self.max_content_bytes),
+                    "context_type": ContextType.OUTPUT.value,
+                    "tags": [OUTPUT_TAG],
+                    "metadata": dict(record.metadata),
+                },
+            )
+
+    async def _call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, arguments)
+        if result.is_error or result.structured_content is None:
+            text = " ".join(getattr(block, "text", "") for block in result.content)
+            raise SourceError(f"{tool} failed: {text or 'no structured answer'}")
+        answer: dict[str, Any] = result.structured_content
+        return answer
+
+
+class ServerSource:
+    """A ralph-context MCP server: a URL (streamable HTTP) or a command run over stdio."""
+
+    name = "server"
+
+    def __init__(
+        self, target: str | StdioServerParameters, *, max_content_bytes: int = 100_000
+    ) -> None:
+        self.target = target
+        self.max_content_bytes = max_content_bytes
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[ContextSession]:
+        async with mcp.Client(self.target) as client:
+            yield _ServerSession(client, self.max_content_bytes)
+
+
+def _clip(text: str, max_bytes: int) -> str:
+    """The longest prefix of ``text`` within ``max_bytes`` UTF-8 bytes."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    return data[:max_bytes].decode("utf-8", errors="ignore")

@@ -1,0 +1,116 @@
+"""The hook inside the real Ralph loop: context reaches later prompts, results are stored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+from ralph_orchestrator.adapters.base import ToolResponse
+
+from ralph_context import Engine
+from ralph_context.injection import CONTEXT_HEADING
+from ralph_context.models import ContextType, Tier
+from ralph_context_ralph import attach
+from tests.helpers import Loader, SettingsFactory
+from tests.ralph_plugin.ralph_host import make_orchestrator
+
+TASK = (
+    "# Fix the nightly invoice export\n\n"
+    "The nightly invoice export job crashes while writing the CSV file. "
+    "Find the cause and fix it.\n"
+)
+FACT = (
+    "Found the likely cause: invoice_export.py opens the CSV file with encoding='ascii' "
+    "at line 88, so customer names with accents cannot be written."
+)
+UNRELATED = (
+    "Side note from the design channel: the summer marketing banner should use the teal "
+    "palette from brand guide v3, and the logo must sit on the left."
+)
+SCRIPT = [
+    FACT,
+    UNRELATED,
+    "Reproduced the crash locally: the invoice export fails with UnicodeEncodeError on the "
+    "customer name 'Zoë Müller' when the CSV row is written.",
+    "Changed the CSV writer in invoice_export.py to utf-8 and added a regression test for "
+    "accented customer names; the export now runs through.",
+]
+
+
+def test_a_fact_from_iteration_1_reaches_iteration_4_and_noise_does_not(
+    ralph_workdir: Path, make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    settings = make_settings()
+    orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, SCRIPT, iterations=4)
+    handle = attach(orchestrator, Engine(settings, model_loader=shared_model))
+    try:
+        orchestrator.run()
+    finally:
+        handle.detach()
+
+    assert len(adapter.prompts) == 4
+    first, *_, fourth = adapter.prompts
+    assert CONTEXT_HEADING not in first  # nothing stored yet
+    assert fourth.startswith(TASK)
+    section = fourth[len(TASK) :]
+    assert CONTEXT_HEADING in section
+    assert FACT in section
+    assert "### [OUTPUT]" in section
+    assert "teal palette" not in section
+    assert [r.iteration for r in handle.tiers] == [1, 2, 3, 4]
+    assert {r.tier for r in handle.tiers} == {Tier.SEMANTIC}
+
+    async def stored() -> None:
+        async with Engine(settings, model_loader=shared_model) as engine:
+            history = await engine.recent_iterations(10)
+            assert sorted(r.iteration for r in history) == [1, 2, 3, 4]
+            assert all(r.success for r in history)
+            found = await engine.search(FACT, context_types=[ContextType.OUTPUT])
+            (fact,) = [hit.item for hit in found.items if hit.item.content == FACT]
+            assert fact.metadata == {"iteration": 1, "adapter": "claude"}
+            assert fact.created_iteration == 1
+
+    anyio.run(stored)
+
+
+def test_a_failed_iteration_is_stored_as_an_error_and_steers_the_next_prompt(
+    ralph_workdir: Path, make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    settings = make_settings()
+    error = "pytest: 3 failed — ImportError: cannot import name 'render_invoice' from billing"
+    script = [
+        ToolResponse(success=False, output="", error=error),
+        "Looked at billing/__init__.py: render_invoice was renamed to render_invoice_pdf.",
+        "Updated the import in the export job; the test suite passes again.",
+    ]
+    orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, script, iterations=3)
+    handle = attach(orchestrator, Engine(settings, model_loader=shared_model))
+    try:
+        orchestrator.run()
+    finally:
+        handle.detach()
+
+    assert len(adapter.prompts) == 3
+    assert f"### [ERROR]\n{error}" in adapter.prompts[1]
+
+    async def stored() -> None:
+        async with Engine(settings, model_loader=shared_model) as engine:
+            first = await engine.iteration(1)
+            assert not first.success and first.error == error
+
+    anyio.run(stored)
+
+
+def test_detach_restores_ralph_and_stops_the_engine(
+    ralph_workdir: Path, make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, SCRIPT, iterations=1)
+    manager = orchestrator.context_manager
+    engine = Engine(make_settings(), model_loader=shared_model)
+    handle = attach(orchestrator, engine)
+    assert engine.running
+    assert "get_prompt" in vars(manager) and "aexecute" in vars(adapter)
+    handle.detach()
+    assert not engine.running
+    assert "get_prompt" not in vars(manager) and "aexecute" not in vars(adapter)
+    assert manager.get_prompt() == TASK
