@@ -519,7 +519,9 @@ class Engine:
         supervisor = self._supervisor
         actors = supervisor.health() if supervisor is not None else {}
         storage_up = "storage" in actors and actors["storage"].serving
-        if storage_up and self._semantic_unavailable() is None:
+        # A damaged vector index answers with text search until its rebuild succeeds.
+        vector_ok = self._storage is None or self._storage.vector_fault is None
+        if storage_up and vector_ok and self._semantic_unavailable() is None:
             tier = Tier.SEMANTIC
         elif storage_up:
             tier = Tier.TEXT

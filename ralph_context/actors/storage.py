@@ -38,6 +38,7 @@ __all__ = [
     "Maintain",
     "RecentIterations",
     "RecordAccess",
+    "RepairVectorIndex",
     "Stats",
     "StorageActor",
     "TextSearch",
@@ -54,6 +55,9 @@ TextHit = tuple[ContextItem, float, Vectors | None]
 # but not for long: a killed process loses what was not flushed.
 _USAGE_FLUSH_AT = 256
 _USAGE_FLUSH_EVERY = 30.0  # seconds
+# A damaged vector index is rebuilt at most this often (seconds): a rebuild that keeps failing
+# must not turn every query into a full retraining.
+_REPAIR_EVERY = 60.0
 
 # Errors the store raises for the data in a request (bad text or types), not for a lost
 # resource: the request is refused and the actor keeps serving.
@@ -185,6 +189,11 @@ class Prune:
 
 
 @dataclass(frozen=True)
+class RepairVectorIndex:
+    """Retrain the vector index after a vector search failed on it (damaged files)."""
+
+
+@dataclass(frozen=True)
 class SizeBytes:
     pass
 
@@ -212,6 +221,7 @@ StorageRequest = (
     | FindArchived
     | ArchivedRows
     | Prune
+    | RepairVectorIndex
     | SizeBytes
 )
 
@@ -246,6 +256,9 @@ class StorageActor(Actor[StorageRequest, object]):
         self._store: LanceStore | None = None
         self._writes = 0
         self._flushed_at = 0.0
+        # Why the last vector search failed, until a repair succeeds (shown by health).
+        self.vector_fault: str | None = None
+        self._repair_after = 0.0
 
     @property
     def model_id(self) -> str | None:
@@ -292,7 +305,7 @@ class StorageActor(Actor[StorageRequest, object]):
             case ListItems(where, limit):
                 return await self._run(self.store.list_items, where, limit)
             case VectorSearch(vector, limit, where):
-                return await self._run(self.store.vector_search, vector, limit, where)
+                return await self._vector(vector, limit, where)
             case TextSearch(text, limit, where):
                 return await self._run(self.store.text_search, text, limit, where)
             case HybridSearch(vector, text, vector_limit, text_limit, where):
@@ -324,6 +337,8 @@ class StorageActor(Actor[StorageRequest, object]):
                 return await self._run(self.store.latest_iteration)
             case Maintain(reclaim):
                 return await self._maintain(reclaim=reclaim)
+            case RepairVectorIndex():
+                return await self._repair_vector_index()
             case GetIteration(number):
                 return await self._run(self.store.iteration, number)
             case AgeRows():
@@ -493,10 +508,45 @@ class StorageActor(Actor[StorageRequest, object]):
             except Exception as exc:
                 log.warning("text_half_failed", error=str(exc))
 
+        vector_hits: list[VectorHit] = []
+        failure: StoreError | None = None
         async with anyio.create_task_group() as group:
             group.start_soon(lexical)
-            vector_hits = await self._run(store.vector_search, vector, vector_limit, where)
+            try:
+                vector_hits = await self._vector(vector, vector_limit, where)
+            except StoreError as exc:
+                # Raised outside the group: inside, it would arrive wrapped in an
+                # ExceptionGroup, which the actor would take for a crash.
+                failure = exc
+        if failure is not None:
+            raise failure
         return vector_hits, text_hits
+
+    async def _vector(self, vector: Vectors, limit: int, where: ItemFilter) -> list[VectorHit]:
+        """The vector half, with damage contained: a failing index (corrupt or missing files)
+        answers a ``StoreError``, so retrieval steps down to full-text search instead of the
+        actor crashing on every query, and a rebuild of the index is queued."""
+        try:
+            return await self._run(self.store.vector_search, vector, limit, where)
+        except RalphContextError:
+            raise
+        except Exception as exc:
+            self.vector_fault = f"{type(exc).__name__}: {exc}"
+            log.error("vector_search_failed", error=self.vector_fault)
+            if anyio.current_time() >= self._repair_after:
+                self._repair_after = anyio.current_time() + _REPAIR_EVERY
+                self.tell(RepairVectorIndex())
+            raise StoreError(f"vector search failed ({self.vector_fault})") from exc
+
+    async def _repair_vector_index(self) -> bool:
+        try:
+            rebuilt = await self._run(self.store.rebuild_vector_index)
+        except Exception as exc:
+            log.error("vector_index_repair_failed", error=f"{type(exc).__name__}: {exc}")
+            return False
+        log.warning("vector_index_repaired", rebuilt=rebuilt)
+        self.vector_fault = None
+        return True
 
     async def _run(self, function: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(function, *args)

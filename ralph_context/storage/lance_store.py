@@ -51,6 +51,8 @@ from ralph_context.storage.usage import USAGE, UsageLedger, usage_schema
 __all__ = ["AgeRow", "LanceStore", "MaintenanceReport", "StoreStats"]
 
 log = structlog.get_logger("ralph_context.storage")
+# LanceDB names an index "<column>_idx".
+_VECTOR_INDEX = "vector_idx"
 
 STORAGE_OPTIONS = {"new_table_data_storage_version": "2.1"}
 # Filters on type/state/tags/id and the text tier; built when missing (new or rewritten table).
@@ -453,6 +455,22 @@ class LanceStore:
         self._vector_index, self._nprobes, self._indexed_rows = True, self._probes_for(rows), rows
         if self.model_id is not None:
             self._write_record()
+
+    def rebuild_vector_index(self) -> bool:
+        """Retrain the vector index from the stored vectors (after its files were damaged).
+
+        Returns False when the table is too small for an index: vector search then scans
+        the rows directly, which does not touch the damaged files.
+        """
+        rows = int(self.items.count_rows("vector IS NOT NULL"))
+        self._vector_rows = rows
+        if rows < self.vector_index_min_rows:
+            if self.has_vector_index():
+                self.items.drop_index(_VECTOR_INDEX)
+            self._vector_index = False
+            return False
+        self._build_vector_index(rows)
+        return True
 
     def index_due(self) -> bool:
         """True when the vector index should be built, or retrained because the table has

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
-import httpx
 import mcp
 import pytest
 from mcp import StdioServerParameters
 
 from tests.server.mcp_scenario import exercise
+from tests.server_process import CLI, environment, start_http_server
 
-CLI = [sys.executable, "-m", "ralph_context"]
 # The console script, for launchers that would read `-m` as their own option.
 SCRIPT = str(Path(sys.executable).with_name("ralph-context"))
 
@@ -45,10 +42,6 @@ def config(tmp_path: Path) -> Path:
     return path
 
 
-def environment(config: Path) -> dict[str, str]:
-    return {**os.environ, "RALPH_CONTEXT_CONFIG": str(config)}
-
-
 async def test_every_tool_resource_and_prompt_over_stdio(config: Path) -> None:
     params = StdioServerParameters(
         command=CLI[0], args=[*CLI[1:], "serve"], env=environment(config), cwd=str(config.parent)
@@ -69,32 +62,10 @@ async def test_every_tool_resource_and_prompt_over_stdio(config: Path) -> None:
     assert (config.parent / "store").is_dir()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def http_server(config: Path) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [*CLI, "serve", "--transport", "http", "--port", str(port)],
-        env=environment(config),
-        cwd=config.parent,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
+    process, url = start_http_server(config)
     try:
-        for _ in range(600):
-            if process.poll() is not None:
-                raise AssertionError(process.communicate()[1].decode())
-            try:
-                httpx.get(url, timeout=0.5)
-                break
-            except httpx.TransportError:
-                anyio.run(anyio.sleep, 0.1)
         yield url
     finally:
         process.terminate()

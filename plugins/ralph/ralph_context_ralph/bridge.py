@@ -23,6 +23,7 @@ import anyio
 import structlog
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from ralph_context.errors import RalphContextError
 from ralph_context.models import ContextType
 from ralph_context_ralph.sources import (
     ContextSession,
@@ -62,6 +63,12 @@ class Bridge:
     @property
     def connected(self) -> bool:
         return self._session is not None
+
+    @property
+    def portal(self) -> BlockingPortal:
+        """The private loop, for tools that must act on the engine where it runs (health
+        checks, fault injection in tests)."""
+        return self._portal
 
     def open(self) -> bool:
         """Open the session now (the engine loads its model here); False if it failed."""
@@ -138,9 +145,10 @@ class Bridge:
     def _failed(self, exc: BaseException) -> None:
         self.last_error = _describe(exc)
         log.warning("context_source_failed", source=self.source.name, error=self.last_error)
-        if not isinstance(exc, TimeoutError | SourceError):
-            # A broken connection: open a fresh session later. A slow answer or a tool error
-            # keeps the session (an in-process engine is expensive to restart).
+        if not isinstance(exc, TimeoutError | SourceError | RalphContextError):
+            # A broken connection: open a fresh session later. A slow answer, a tool error or
+            # an engine that reports a part down keeps the session: the engine degrades by
+            # itself, and restarting it would lose what its healthy parts still serve.
             self._drop()
             self._retry_at = time.monotonic() + self.retry_after
 

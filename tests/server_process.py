@@ -1,0 +1,52 @@
+"""Start ``ralph-context serve --transport http`` as a real subprocess and wait until it answers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+CLI = [sys.executable, "-m", "ralph_context"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def environment(config: Path) -> dict[str, str]:
+    return {**os.environ, "RALPH_CONTEXT_CONFIG": str(config)}
+
+
+def start_http_server(config: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The server on a free port, serving the store ``config`` names; returns it and its URL.
+
+    Raises:
+        AssertionError: The server exited or did not answer within a minute (its stderr).
+    """
+    port = free_port()
+    process = subprocess.Popen(
+        [*CLI, "serve", "--transport", "http", "--port", str(port)],
+        env=environment(config),
+        cwd=config.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(process.communicate()[1].decode())
+        try:
+            httpx.get(url, timeout=0.5)
+            return process, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise AssertionError(f"the server did not answer on {url} within 60 s")
