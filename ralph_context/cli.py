@@ -13,7 +13,7 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, cast
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 import anyio
 import typer
@@ -22,7 +22,7 @@ from rich.table import Table
 
 from ralph_context import __version__
 from ralph_context._logging import configure_logging
-from ralph_context.config import Settings
+from ralph_context.config import DEFAULT_FILES, Settings
 from ralph_context.engine import Engine, EngineHealth
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
 from ralph_context.models import ContextType, RetrievalResult
@@ -400,6 +400,39 @@ def serve(
         where = f"{host or settings.server.host}:{port or settings.server.port}"
         err.print(f"serving MCP on http://{where}", highlight=False)
     _run(lambda: serve_mcp(settings, transport=chosen, host=host, port=port))
+
+
+@app.command()
+def init(
+    project: Annotated[
+        Path, typer.Option("--project", "-p", help="Project folder (default: here).")
+    ] = Path("."),
+    transport: Annotated[
+        str, typer.Option("--transport", "-t", help="stdio (a command) or http (a URL).")
+    ] = "stdio",
+    config: ConfigOption = None,
+) -> None:
+    """Register the server in the project's .mcp.json (Claude Code, newer Ralph)."""
+    from ralph_context.mcp_json import register, server_entry
+
+    if transport not in ("stdio", "http"):
+        raise _fail(f"--transport must be stdio or http, got {transport!r}", 2)
+    if not project.is_dir():
+        raise _fail(f"--project {str(project)!r} is not a folder", 2)
+    # The project's own ralph.yaml, not the one of the folder we were started in.
+    found = (project / name for name in DEFAULT_FILES if (project / name).is_file())
+    settings = _settings(config or next(found, None), None)
+    entry = server_entry(
+        cast(Literal["stdio", "http"], transport),
+        config=settings.source,
+        host=settings.server.host,
+        port=settings.server.port,
+    )
+    try:
+        done = register(project, entry)
+    except RalphContextError as exc:
+        raise _fail(str(exc), 1) from None
+    out.print(f"{done.action} {done.path}: mcpServers.ralph-context", highlight=False)
 
 
 @app.callback(invoke_without_command=True)

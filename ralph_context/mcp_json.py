@@ -1,0 +1,99 @@
+"""Register the server in a project's ``.mcp.json``.
+
+Claude Code and newer Ralph versions read MCP servers only from the project-level file, so
+``ralph-context init`` writes one. An existing file keeps every other server and key: only our
+entry is added or replaced, and the file is replaced atomically, so a crash mid-write cannot
+leave a half-written config behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ralph_context.errors import ConfigError
+
+__all__ = ["MCP_JSON", "SERVER_NAME", "Registration", "register", "server_entry"]
+
+MCP_JSON = ".mcp.json"
+SERVER_NAME = "ralph-context"
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What ``register`` did to which file."""
+
+    path: Path
+    action: Literal["created", "added", "updated", "unchanged"]
+    entry: dict[str, Any]
+
+
+def server_entry(
+    transport: Literal["stdio", "http"],
+    *,
+    config: Path | None,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+) -> dict[str, Any]:
+    """The ``mcpServers`` entry: a command for stdio (this install's console script, so the
+    client starts the same version), a URL for a server already running over HTTP."""
+    if transport == "http":
+        return {"type": "http", "url": f"http://{host}:{port}/mcp"}
+    script = Path(sys.executable).with_name("ralph-context")
+    entry: dict[str, Any] = {
+        "command": str(script) if script.exists() else "ralph-context",
+        "args": ["serve"],
+    }
+    if config is not None:
+        # Clients may start servers in another folder; the config's folder anchors the store.
+        entry["env"] = {"RALPH_CONTEXT_CONFIG": str(config.resolve())}
+    return entry
+
+
+def register(project: Path, entry: dict[str, Any], *, name: str = SERVER_NAME) -> Registration:
+    """Add or replace ``name`` in ``project/.mcp.json``, keeping everything else.
+
+    Raises:
+        ConfigError: The existing file is not a JSON object with an ``mcpServers`` object;
+            it is left untouched.
+    """
+    path = project / MCP_JSON
+    document: dict[str, Any] = {}
+    existed = path.exists()
+    if existed:
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{path} is not readable JSON ({exc}); fix or remove it") from None
+        if not isinstance(document, dict):
+            raise ConfigError(f"{path} must hold a JSON object, not {type(document).__name__}")
+    servers = document.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: 'mcpServers' must be an object, not {type(servers).__name__}")
+    previous = servers.get(name)
+    if previous == entry:
+        return Registration(path, "unchanged", entry)
+    servers[name] = entry
+    _write_atomically(path, json.dumps(document, indent=2) + "\n")
+    action: Literal["created", "added", "updated"]
+    if not existed:
+        action = "created"
+    else:
+        action = "added" if previous is None else "updated"
+    return Registration(path, action, entry)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".mcp.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
