@@ -435,6 +435,47 @@ def init(
     out.print(f"{done.action} {done.path}: mcpServers.ralph-context", highlight=False)
 
 
+ralph_app = typer.Typer(help="The Ralph orchestrator with memory attached.", no_args_is_help=True)
+app.add_typer(ralph_app, name="ralph")
+
+
+@ralph_app.command("run")
+def ralph_run(
+    prompt: Annotated[Path, typer.Argument(help="The task prompt (Ralph's PROMPT.md).")],
+    agent: Annotated[str, typer.Option(help="Ralph's agent: claude, gemini, q, kiro, acp.")] = (
+        "claude"
+    ),
+    max_iterations: Annotated[int, typer.Option(min=0, help="Stop after this many.")] = 100,
+    server: Annotated[
+        str | None, typer.Option(help="Use a running server (http://HOST:PORT/mcp) instead.")
+    ] = None,
+    config: ConfigOption = None,
+    log_level: LogOption = None,
+) -> None:
+    """Run Ralph's loop on PROMPT with ralph-context memory (needs plugins/ralph)."""
+    try:
+        from ralph_context_ralph.run import run_with_memory
+    except ImportError:
+        raise _fail(
+            "the Ralph hook is not installed: pip install -e plugins/ralph (bash .ci/setup does)",
+            2,
+        ) from None
+    if not prompt.is_file():
+        raise _fail(f"prompt file {str(prompt)!r} does not exist", 2)
+    settings = _settings(config, log_level)
+    try:
+        handle = run_with_memory(
+            prompt, settings=settings, agent=agent, max_iterations=max_iterations, server=server
+        )
+    except ValueError as exc:  # Ralph's "Unknown tool": the agent is not available here
+        raise _fail(f"Ralph cannot use agent {agent!r}: {exc}", 2) from None
+    table = Table("iteration", "tier", "items", "why not better")
+    for record in handle.tiers:
+        table.add_row(str(record.iteration), record.tier.value, str(record.items), record.reason)
+    err.print(table)
+    err.print(f"{len(handle.tiers)} iterations; last tier: {handle.current_tier or 'none'}")
+
+
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,

@@ -165,6 +165,14 @@ class LifecycleSettings(_Section):
         return self
 
 
+class SkillbookSettings(_Section):
+    """An ACE skillbook whose active skills are indexed as ``skill`` items."""
+
+    enabled: bool = True
+    # Relative to the project root (the config file's folder); a missing file is fine.
+    path: Path = Path(".agent/skillbook/skillbook.json")
+
+
 class ScoringSettings(_Section):
     """Weights of the relevance score's four factors; they must sum to 1."""
 
@@ -336,6 +344,7 @@ class Settings(BaseSettings):
     embeddings: EmbeddingsSettings = EmbeddingsSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
     lifecycle: LifecycleSettings = LifecycleSettings()
+    skillbook: SkillbookSettings = SkillbookSettings()
     scoring: ScoringSettings = ScoringSettings()
     prompts: tuple[PromptSpec, ...] = ()
 
@@ -348,6 +357,7 @@ class Settings(BaseSettings):
         "embeddings",
         "retrieval",
         "lifecycle",
+        "skillbook",
         "scoring",
     )
 
@@ -431,6 +441,11 @@ class Settings(BaseSettings):
         if self.storage.persistence == "global":
             return _xdg("XDG_DATA_HOME", ".local/share") / "ralph-context" / path
         return self._root / path
+
+    def skillbook_path(self) -> Path:
+        """The ACE skillbook file, resolved against the project root."""
+        path = self.skillbook.path.expanduser()
+        return path if path.is_absolute() else self._root / path
 
     def with_overrides(self, **sections: Mapping[str, object]) -> Settings:
         """A copy with some section keys replaced, validated like a file would be.

@@ -33,7 +33,13 @@ from ralph_context.actors.scoring import ScoringActor
 from ralph_context.actors.storage import StorageActor
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
-from ralph_context.errors import ActorUnavailable, InvalidInput, ItemNotFound, StoreError
+from ralph_context.errors import (
+    ActorUnavailable,
+    InvalidInput,
+    ItemNotFound,
+    RalphContextError,
+    StoreError,
+)
 from ralph_context.models import (
     ContextItem,
     ContextType,
@@ -44,6 +50,7 @@ from ralph_context.models import (
 )
 from ralph_context.retrieval import Query, Retriever
 from ralph_context.runtime import HealthSnapshot, Supervisor
+from ralph_context.skillbook_sync import SkillbookSync
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import StoreStats
 from ralph_context.validation import (
@@ -129,6 +136,7 @@ class Engine:
         self._storage: StorageActor | None = None
         self._retriever: Retriever | None = None
         self._lifecycle: LifecycleActor | None = None
+        self._skillbook: SkillbookSync | None = None
         self._iteration = 0
 
     # --- lifetime ---------------------------------------------------------------------------
@@ -184,6 +192,11 @@ class Engine:
             clock=lambda: self._iteration,
             semantic_unavailable=self._semantic_unavailable,
         )
+        if settings.skillbook.enabled:
+            self._skillbook = SkillbookSync(
+                settings.skillbook_path(), storage, self._embed_documents, lambda: self._iteration
+            )
+            await self._sync_skillbook()
 
     async def __aexit__(
         self,
@@ -332,6 +345,7 @@ class Engine:
         """
         threshold = check_score(min_usefulness, name="min_score")
         where = ItemFilter(types=(ContextType.SKILL,), tags_any=check_tags(tags))
+        await self._sync_skillbook()
         found = await self._require_storage().list_items(where, MAX_SKILLS)
         kept = [item for item in found if item.usefulness_score >= threshold]
         kept.sort(key=lambda item: (-item.usefulness_score, -item.created_iteration))
@@ -405,6 +419,12 @@ class Engine:
             check_text(reason, name="reason", max_chars=2_000)
         delta = HELPFUL_DELTA if helpful else UNHELPFUL_DELTA
         score = await self._require_storage().adjust_usefulness(target, delta)
+        if self._skillbook is not None:
+            try:
+                await self._skillbook.feedback(target, helpful)
+            except (RalphContextError, OSError) as exc:
+                # The store has the feedback; only the file's counts missed it.
+                log.warning("skillbook_feedback_not_written", item_id=target, error=str(exc))
         log.info("feedback", item_id=target, helpful=helpful, usefulness=score, reason=reason)
         return score
 
@@ -487,6 +507,7 @@ class Engine:
         only = check_context_types(context_types)
         preferred = only or check_context_types(prefer_types)
         where = ItemFilter(types=only, tags_any=check_tags(tags))
+        await self._sync_skillbook()
         return await self._require_retriever().search(
             Query(text, limit, threshold, budget, where, preferred)
         )
@@ -580,6 +601,16 @@ class Engine:
                 continue
             vectors[start : start + len(chunk)] = list(matrix)
         return vectors
+
+    async def _sync_skillbook(self) -> None:
+        """Re-read the skillbook if it changed; a broken file or a down store is logged and
+        retried on a later call, never raised into a search."""
+        if self._skillbook is None or not self._skillbook.due():
+            return
+        try:
+            await self._skillbook.sync()
+        except RalphContextError as exc:
+            log.warning("skillbook_not_synced", path=str(self._skillbook.path), error=str(exc))
 
     def _semantic_unavailable(self) -> str | None:
         embedding, storage = self._embedding, self._storage
