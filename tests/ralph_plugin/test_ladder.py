@@ -183,3 +183,38 @@ def test_damaged_vector_index_serves_text_then_is_rebuilt(
     assert first.tier is Tier.TEXT and "vector search failed" in (first.reason or "")
     assert [r.tier for r in rest] == [Tier.SEMANTIC, Tier.SEMANTIC]  # rebuilt meanwhile
     assert FACT in adapter.prompts[0]  # full-text search still found it
+
+
+def test_size_cap_prunes_old_context_and_the_loop_keeps_storing(
+    ralph_workdir: Path, make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    # A cap no store can meet: every pass prunes whatever is no longer active.
+    settings = make_settings(
+        storage={"max_size_mb": 0.01},
+        lifecycle={
+            "aging_after_iterations": 1,
+            "summarize_after_iterations": 2,
+            "archive_after_iterations": 3,
+            "prune_after_iterations": 4,
+            "auto_run": True,
+        },
+    )
+    orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, SCRIPT, iterations=4)
+    handle = attach(orchestrator, Engine(settings, model_loader=shared_model))
+    try:
+        orchestrator.run()
+    finally:
+        handle.detach()
+    assert len(adapter.prompts) == 4
+    assert tiers(handle) == [Tier.SEMANTIC] * 4
+
+    async def left() -> list[str]:
+        async with Engine(settings.with_overrides(lifecycle={"auto_run": False})) as engine:
+            history = await engine.recent_iterations(10)
+            assert sorted(r.iteration for r in history) == [1, 2, 3, 4]  # every write landed
+            found = await engine.search(TASK, max_items=50, min_score=0.0)
+            return [hit.item.content for hit in found.items]
+
+    contents = anyio.run(left)
+    assert SCRIPT[3] in contents  # the newest output is kept
+    assert FACT not in contents  # the oldest was pruned for space
