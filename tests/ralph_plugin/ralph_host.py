@@ -21,6 +21,8 @@ from ralph_orchestrator import orchestrator as orchestrator_module
 from ralph_orchestrator.adapters.base import ToolAdapter, ToolResponse
 from ralph_orchestrator.orchestrator import RalphOrchestrator
 
+from ralph_context_ralph import Handle, attach
+
 Step = str | Any  # a literal output, a ToolResponse, or prompt -> ToolResponse
 
 
@@ -72,6 +74,16 @@ def make_orchestrator(
         archive_dir=str(workdir / "prompts" / "archive"),
     )
     return orchestrator, adapter
+
+
+def run_attached(orchestrator: RalphOrchestrator, source: Any, **options: Any) -> Handle:
+    """Attach memory, run Ralph's loop to its end, detach; the handle keeps the tiers."""
+    handle = attach(orchestrator, source, **options)
+    try:
+        orchestrator.run()
+    finally:
+        handle.detach()
+    return handle
 
 
 class _FastAsyncio(types.ModuleType):

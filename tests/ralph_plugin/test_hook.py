@@ -12,7 +12,7 @@ from ralph_context.injection import CONTEXT_HEADING
 from ralph_context.models import ContextType, Tier
 from ralph_context_ralph import attach
 from tests.helpers import Loader, SettingsFactory
-from tests.ralph_plugin.ralph_host import make_orchestrator
+from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached
 
 TASK = (
     "# Fix the nightly invoice export\n\n"
@@ -42,11 +42,7 @@ def test_a_fact_from_iteration_1_reaches_iteration_4_and_noise_does_not(
 ) -> None:
     settings = make_settings()
     orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, SCRIPT, iterations=4)
-    handle = attach(orchestrator, Engine(settings, model_loader=shared_model))
-    try:
-        orchestrator.run()
-    finally:
-        handle.detach()
+    handle = run_attached(orchestrator, Engine(settings, model_loader=shared_model))
 
     assert len(adapter.prompts) == 4
     first, *_, fourth = adapter.prompts
@@ -84,11 +80,7 @@ def test_a_failed_iteration_is_stored_as_an_error_and_steers_the_next_prompt(
         "Updated the import in the export job; the test suite passes again.",
     ]
     orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, script, iterations=3)
-    handle = attach(orchestrator, Engine(settings, model_loader=shared_model))
-    try:
-        orchestrator.run()
-    finally:
-        handle.detach()
+    run_attached(orchestrator, Engine(settings, model_loader=shared_model))
 
     assert len(adapter.prompts) == 3
     assert f"### [ERROR]\n{error}" in adapter.prompts[1]

@@ -20,7 +20,7 @@ from ralph_context.injection import CONTEXT_HEADING
 from ralph_context.models import ContextType, Tier
 from ralph_context_ralph import Handle, ServerSource, attach
 from tests.helpers import Loader, SettingsFactory
-from tests.ralph_plugin.ralph_host import make_orchestrator
+from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached
 from tests.ralph_plugin.test_hook import FACT, SCRIPT, TASK
 from tests.server_process import free_port, start_http_server
 
@@ -44,11 +44,7 @@ def test_server_not_running_the_loop_continues_without_context(
 ) -> None:
     source = ServerSource(f"http://127.0.0.1:{free_port()}/mcp")
     orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, SCRIPT, iterations=4)
-    handle = attach(orchestrator, source, settings=make_settings())
-    try:
-        orchestrator.run()
-    finally:
-        handle.detach()
+    handle = run_attached(orchestrator, source, settings=make_settings())
     assert adapter.prompts == [TASK] * 4  # every iteration ran, prompts untouched
     assert tiers(handle) == [Tier.NONE] * 4
     assert all("server unavailable" in (r.reason or "") for r in handle.tiers)
@@ -66,11 +62,7 @@ def test_server_killed_mid_run_serves_the_tasks_cached_context(
     try:
         script = [SCRIPT[0], then(server.kill, SCRIPT[1]), SCRIPT[2], SCRIPT[3]]
         orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, script, iterations=4)
-        handle = attach(orchestrator, ServerSource(url), settings=make_settings(), timeout=5)
-        try:
-            orchestrator.run()
-        finally:
-            handle.detach()
+        handle = run_attached(orchestrator, ServerSource(url), settings=make_settings(), timeout=5)
     finally:
         server.kill()
         server.communicate(timeout=30)
@@ -86,19 +78,11 @@ def test_cache_survives_a_restart_of_the_loop(
 ) -> None:
     settings = make_settings()
     orchestrator, _ = make_orchestrator(ralph_workdir, TASK, SCRIPT[:2], iterations=2)
-    handle = attach(orchestrator, Engine(settings, model_loader=shared_model))
-    try:
-        orchestrator.run()
-    finally:
-        handle.detach()
+    handle = run_attached(orchestrator, Engine(settings, model_loader=shared_model))
     # A new process, a dead server: the task still gets what it was last served.
     orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, SCRIPT[2:], iterations=2)
     dead = ServerSource(f"http://127.0.0.1:{free_port()}/mcp")
-    handle = attach(orchestrator, dead, settings=settings)
-    try:
-        orchestrator.run()
-    finally:
-        handle.detach()
+    handle = run_attached(orchestrator, dead, settings=settings)
     assert tiers(handle) == [Tier.CACHE, Tier.CACHE]
     assert all(FACT in prompt for prompt in adapter.prompts)
 
@@ -173,11 +157,7 @@ def test_damaged_vector_index_serves_text_then_is_rebuilt(
         path.write_bytes(os.urandom(path.stat().st_size))
 
     orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, SCRIPT, iterations=3)
-    handle = attach(orchestrator, Engine(settings, model_loader=shared_model))
-    try:
-        orchestrator.run()
-    finally:
-        handle.detach()
+    handle = run_attached(orchestrator, Engine(settings, model_loader=shared_model))
     assert len(adapter.prompts) == 3
     first, *rest = handle.tiers
     assert first.tier is Tier.TEXT and "vector search failed" in (first.reason or "")
@@ -200,11 +180,7 @@ def test_size_cap_prunes_old_context_and_the_loop_keeps_storing(
         },
     )
     orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, SCRIPT, iterations=4)
-    handle = attach(orchestrator, Engine(settings, model_loader=shared_model))
-    try:
-        orchestrator.run()
-    finally:
-        handle.detach()
+    handle = run_attached(orchestrator, Engine(settings, model_loader=shared_model))
     assert len(adapter.prompts) == 4
     assert tiers(handle) == [Tier.SEMANTIC] * 4
 
