@@ -81,6 +81,8 @@ HELPFUL_DELTA = 0.10
 UNHELPFUL_DELTA = -0.15
 # Texts per embedding request: ~3 s of work here, far inside the per-call deadline.
 EMBED_CHUNK = 256
+# Items embedded by one backfill at start, in chunks (~2 minutes of work at most here).
+BACKFILL_CHUNKS = 24
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,7 @@ class Engine:
             clock=lambda: self._iteration,
             semantic_unavailable=self._semantic_unavailable,
         )
+        await self._backfill()
         if settings.skillbook.enabled:
             self._skillbook = SkillbookSync(
                 settings.skillbook_path(), storage, self._embed_documents, lambda: self._iteration
@@ -601,6 +604,27 @@ class Engine:
                 continue
             vectors[start : start + len(chunk)] = list(matrix)
         return vectors
+
+    async def _backfill(self) -> int:
+        """Embed items stored while the model was missing, so semantic search sees them
+        again (at start, once the model loads). Bounded per call; failures are logged."""
+        if self._semantic_unavailable() is not None or self._storage is None:
+            return 0
+        done = 0
+        try:
+            for _ in range(BACKFILL_CHUNKS):
+                items = await self._storage.missing_vectors(EMBED_CHUNK)
+                vectors = await self._embed_documents([item.content for item in items])
+                found = {i.id: v for i, v in zip(items, vectors, strict=True) if v is not None}
+                if found:
+                    done += await self._storage.set_vectors(found)
+                if len(items) < EMBED_CHUNK or not found:
+                    break
+        except RalphContextError as exc:
+            log.warning("backfill_stopped", embedded=done, error=str(exc))
+        if done:
+            log.info("vectors_backfilled", items=done)
+        return done
 
     async def _sync_skillbook(self) -> None:
         """Re-read the skillbook if it changed; a broken file or a down store is logged and

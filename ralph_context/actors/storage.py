@@ -36,9 +36,11 @@ __all__ = [
     "LatestIteration",
     "ListItems",
     "Maintain",
+    "MissingVectors",
     "RecentIterations",
     "RecordAccess",
     "RepairVectorIndex",
+    "SetVectors",
     "Stats",
     "StorageActor",
     "TextSearch",
@@ -189,6 +191,16 @@ class Prune:
 
 
 @dataclass(frozen=True)
+class MissingVectors:
+    limit: int
+
+
+@dataclass(frozen=True)
+class SetVectors:
+    vectors: dict[str, Vectors]
+
+
+@dataclass(frozen=True)
 class RepairVectorIndex:
     """Retrain the vector index after a vector search failed on it (damaged files)."""
 
@@ -222,6 +234,8 @@ StorageRequest = (
     | ArchivedRows
     | Prune
     | RepairVectorIndex
+    | MissingVectors
+    | SetVectors
     | SizeBytes
 )
 
@@ -339,6 +353,11 @@ class StorageActor(Actor[StorageRequest, object]):
                 return await self._maintain(reclaim=reclaim)
             case RepairVectorIndex():
                 return await self._repair_vector_index()
+            case MissingVectors(limit):
+                return await self._run(self.store.missing_vectors, limit)
+            case SetVectors(vectors):
+                self._writes += 1
+                return await self._run(self.store.set_vectors, vectors)
             case GetIteration(number):
                 return await self._run(self.store.iteration, number)
             case AgeRows():
@@ -490,6 +509,12 @@ class StorageActor(Actor[StorageRequest, object]):
     async def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
         reply = await self.call(Prune(tuple(hot), tuple(archived)), timeout=self.timeout)
         return cast(int, reply)
+
+    async def missing_vectors(self, limit: int) -> list[ContextItem]:
+        return cast(list[ContextItem], await self.call(MissingVectors(limit), timeout=self.timeout))
+
+    async def set_vectors(self, vectors: dict[str, Vectors]) -> int:
+        return cast(int, await self.call(SetVectors(vectors), timeout=self.timeout))
 
     async def size_bytes(self) -> int:
         return cast(int, await self.call(SizeBytes(), timeout=self.timeout))

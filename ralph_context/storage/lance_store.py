@@ -331,6 +331,22 @@ class LanceStore:
                 found.append((self._item(row), array))
         return found
 
+    def missing_vectors(self, limit: int) -> list[ContextItem]:
+        """Items stored while no model was loaded (they have no vector), at most ``limit``."""
+        table = self.items.search().where("vector IS NULL").limit(limit).to_arrow()
+        return [self._item(row) for row in table.drop_columns(["vector"]).to_pylist()]
+
+    def set_vectors(self, vectors: dict[str, Vectors]) -> int:
+        """Give items their vectors (a backfill), in one write; returns how many changed."""
+        pairs = [(item, vectors[item.id]) for item, _ in self._with_vectors(list(vectors))]
+        if not pairs:
+            return 0
+        rows = [item_to_row(item, vector) for item, vector in pairs]
+        table = pa.Table.from_pylist(rows, schema=self.items.schema)
+        self.items.merge_insert("id").when_matched_update_all().execute(table)
+        self._vector_rows += len(rows)
+        return len(rows)
+
     def summarize_items(self, summaries: dict[str, str], when: datetime) -> int:
         """Replace items' text with their summaries, keeping each original in the archive.
 

@@ -111,7 +111,7 @@ def test_storage_actor_killed_mid_run_serves_the_cached_context(
     assert FACT in adapter.prompts[3]
 
 
-def test_model_directory_removed_serves_full_text_search(
+def test_model_directory_removed_serves_full_text_search_then_backfills(
     ralph_workdir: Path, make_settings: SettingsFactory, tmp_path: Path
 ) -> None:
     installed = Settings.load(None).embeddings.resolved_model_path()
@@ -132,6 +132,18 @@ def test_model_directory_removed_serves_full_text_search(
     assert tiers(handle) == [Tier.TEXT] * 4
     assert "embedding model unavailable" in (handle.tiers[-1].reason or "")
     assert FACT in adapter.prompts[3]  # stored without a vector, found by its words
+
+    # The model comes back: the next start embeds what was stored without it.
+    shutil.copytree(installed, model_dir)
+
+    async def recovered() -> None:
+        async with Engine(settings) as engine:
+            assert engine.health().tier is Tier.SEMANTIC
+            assert (await engine.stats()).without_vector == 0
+            found = await engine.search("why can't accented customer names be written?")
+            assert found.tier is Tier.SEMANTIC and FACT in [h.item.content for h in found.items]
+
+    anyio.run(recovered)
 
 
 def test_damaged_vector_index_serves_text_then_is_rebuilt(
