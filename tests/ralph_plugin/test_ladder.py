@@ -200,6 +200,10 @@ def test_size_cap_prunes_old_context_and_the_loop_keeps_storing(
         async with Engine(settings.with_overrides(lifecycle={"auto_run": False})) as engine:
             history = await engine.recent_iterations(10)
             assert sorted(r.iteration for r in history) == [1, 2, 3, 4]  # every write landed
+            # The pass that runs in the background after each iteration, run once more here:
+            # the background ones race the loop's end (shutdown gives them 5 s).
+            report = await engine.run_lifecycle()
+            assert report.notes  # still over the cap: only recent items are left
             found = await engine.search(TASK, max_items=50, min_score=0.0)
             return [hit.item.content for hit in found.items]
 
