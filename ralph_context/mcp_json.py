@@ -9,13 +9,12 @@ leave a half-written config behind.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ralph_context.atomic import write_text_atomically
 from ralph_context.errors import ConfigError
 
 __all__ = ["MCP_JSON", "SERVER_NAME", "Registration", "register", "server_entry"]
@@ -79,21 +78,10 @@ def register(project: Path, entry: dict[str, Any], *, name: str = SERVER_NAME) -
     if previous == entry:
         return Registration(path, "unchanged", entry)
     servers[name] = entry
-    _write_atomically(path, json.dumps(document, indent=2) + "\n")
+    write_text_atomically(path, json.dumps(document, indent=2) + "\n")
     action: Literal["created", "added", "updated"]
     if not existed:
         action = "created"
     else:
         action = "added" if previous is None else "updated"
     return Registration(path, action, entry)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".mcp.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise

@@ -16,14 +16,13 @@ ACE never reads a half-written skillbook. The ``ace-framework`` package is not n
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from ralph_context.atomic import write_text_atomically
 from ralph_context.errors import ConfigError, ItemNotFound
 
 __all__ = [
@@ -219,11 +218,4 @@ def _count(raw: dict[str, Any], field: str, path: Path) -> int:
 
 def _write(path: Path, document: dict[str, Any], layout: _Layout) -> None:
     text = json.dumps(document, ensure_ascii=False, indent=layout.indent)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text + ("\n" if layout.newline_at_end else ""))
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path, text + ("\n" if layout.newline_at_end else ""))

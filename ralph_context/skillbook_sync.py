@@ -76,7 +76,7 @@ class SkillbookSync:
                 ItemFilter(types=(ContextType.SKILL,), tags_any=(SKILLBOOK_TAG,)), _MAX_SKILLS
             )
         }
-        stale = [i for i, item in stored.items() if i not in wanted or _edited(item, wanted[i])]
+        stale = {i for i, item in stored.items() if i not in wanted or _edited(item, wanted[i])}
         fresh = [item for i, item in wanted.items() if i not in stored or i in stale]
         rescored = 0
         for item_id, item in wanted.items():
@@ -87,7 +87,7 @@ class SkillbookSync:
                     await self.storage.adjust_usefulness(item_id, delta)
                     rescored += 1
         if stale:
-            await self.storage.delete_items(stale)
+            await self.storage.delete_items(sorted(stale))
         if fresh:
             vectors = await self.embed([item.content for item in fresh])
             await self.storage.add_items(list(zip(fresh, vectors, strict=True)))

@@ -1,9 +1,9 @@
 """The MCP server object: the engine's lifetime, readable errors, and registration.
 
-``build_server(settings)`` returns an ``MCPServer`` whose lifespan starts one ``Engine``
-(per process on stdio, per app over HTTP). Tools, resources and prompts reach it through
-``EngineHolder``; static resources get no request context, so a holder is the one way all
-three can share it.
+``build_server(holder)`` returns an ``MCPServer`` serving whatever engine the holder carries
+(``serve`` starts one per process and shares it with every connection). Tools, resources and
+prompts reach it through ``EngineHolder``; static resources get no request context, so a
+holder is the one way all three can share it.
 
 Errors: the SDK hides the text of any exception it did not expect and shows pydantic's raw
 report for bad arguments. ``ContextServer`` turns both into one sentence naming the tool,
@@ -12,9 +12,7 @@ the argument, what was wrong and what is allowed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mcp import MCPError
@@ -42,10 +40,10 @@ INSTRUCTIONS = (
 
 @dataclass
 class EngineHolder:
-    """The running engine, set while the server's lifespan is active."""
+    """The settings the server was built from, and the engine once it runs."""
 
+    settings: Settings
     engine: Engine | None = None
-    settings: Settings = field(default_factory=Settings)
 
     def get(self) -> Engine:
         if self.engine is None:
@@ -116,23 +114,13 @@ def _root(exc: BaseException) -> BaseException:
     return exc
 
 
-def build_server(
-    settings: Settings,
-    *,
-    engine: Engine | None = None,
-    engine_factory: Callable[[Settings], Engine] = Engine,
-) -> ContextServer:
-    """The MCP server with every context tool, resource and prompt registered.
-
-    Args:
-        settings: Configuration (tool defaults, custom prompts, the engine's settings).
-        engine: A running engine to serve. ``None``: each server lifespan starts its own
-            (right for one in-process client; the SSE app runs a lifespan per connection,
-            so ``serve`` passes one engine for all).
-        engine_factory: Builds the engine when ``engine`` is ``None``.
+def build_server(holder: EngineHolder) -> ContextServer:
+    """The MCP server with every context tool, resource and prompt registered; requests
+    fail with ``ActorUnavailable`` until ``holder.engine`` is set.
 
     Raises:
-        ConfigError: A custom prompt's definition is invalid (checked before serving).
+        ConfigError: A custom prompt's definition is invalid. Checked here, before any
+            engine starts, so a typo costs no model load.
     """
     from ralph_context.server.prompts import register_prompts
     from ralph_context.server.resources import register_resources
@@ -140,26 +128,8 @@ def build_server(
 
     ensure_logging()
 
-    holder = EngineHolder(engine=engine, settings=settings)
-
-    @asynccontextmanager
-    async def lifespan(_server: MCPServer) -> AsyncIterator[EngineHolder]:
-        if engine is not None:
-            yield holder
-            return
-        async with engine_factory(settings) as started:
-            holder.engine = started
-            try:
-                yield holder
-            finally:
-                holder.engine = None
-
     server = ContextServer(
-        "ralph-context",
-        instructions=INSTRUCTIONS,
-        version=__version__,
-        lifespan=lifespan,
-        log_level="WARNING",
+        "ralph-context", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
     register_tools(server, holder)
     register_resources(server, holder)

@@ -15,7 +15,7 @@ from starlette.applications import Starlette
 
 from ralph_context.config import Settings
 from ralph_context.engine import Engine
-from ralph_context.server.app import build_server
+from ralph_context.server.app import EngineHolder, build_server
 
 __all__ = ["Transport", "serve"]
 
@@ -38,8 +38,10 @@ async def serve(
     chosen = transport or settings.server.transport
     bind = host or settings.server.host
     number = port or settings.server.port
+    holder = EngineHolder(settings)
+    server = build_server(holder)
     async with Engine(settings) as engine:
-        server = build_server(settings, engine=engine)
+        holder.engine = engine
         if chosen == "stdio":
             await server.run_stdio_async()
         elif chosen == "http":

@@ -11,6 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ralph_context.atomic import write_text_atomically
 from ralph_context.errors import ModelMismatch, StoreError
 
 __all__ = ["FALLBACK_DIMENSION", "META_FILE", "REINDEX_HINT", "StoreRecord", "reconcile"]
@@ -59,9 +60,7 @@ class StoreRecord:
         if location is None:
             return
         location.mkdir(parents=True, exist_ok=True)
-        temporary = location / f".{META_FILE}.tmp"
-        temporary.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
-        temporary.replace(location / META_FILE)
+        write_text_atomically(location / META_FILE, json.dumps(asdict(self), indent=2) + "\n")
 
 
 def reconcile(

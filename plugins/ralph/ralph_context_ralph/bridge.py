@@ -89,7 +89,10 @@ class Bridge:
         async def call() -> Served:
             return await session.search(query, max_tokens=max_tokens, prefer_types=prefer_types)
 
-        return self._run(lambda: self._portal.call(_bounded, self.timeout, call))
+        try:
+            return self._portal.call(_bounded, self.timeout, call)
+        except Exception as exc:
+            raise self._failed(exc) from exc
 
     async def arecord(self, record: IterationRecord) -> None:
         """Store an iteration from the caller's asyncio loop without blocking that loop.
@@ -106,8 +109,7 @@ class Bridge:
         try:
             await asyncio.wrap_future(future)
         except Exception as exc:
-            self._failed(exc)
-            raise SourceError(str(exc) or type(exc).__name__) from exc
+            raise self._failed(exc) from exc
 
     def close(self) -> None:
         """Close the session (stopping an in-process engine) and the private loop."""
@@ -135,14 +137,8 @@ class Bridge:
         self.last_error = None
         return session
 
-    def _run(self, call: Callable[[], T]) -> T:
-        try:
-            return call()
-        except Exception as exc:
-            self._failed(exc)
-            raise SourceError(_describe(exc)) from exc
-
-    def _failed(self, exc: BaseException) -> None:
+    def _failed(self, exc: BaseException) -> SourceError:
+        """Note a failed call (dropping a broken session); returns the error to raise."""
         self.last_error = _describe(exc)
         log.warning("context_source_failed", source=self.source.name, error=self.last_error)
         if not isinstance(exc, TimeoutError | SourceError | RalphContextError):
@@ -151,6 +147,7 @@ class Bridge:
             # itself, and restarting it would lose what its healthy parts still serve.
             self._drop()
             self._retry_at = time.monotonic() + self.retry_after
+        return SourceError(self.last_error)
 
     def _drop(self) -> None:
         session_cm, self._session_cm, self._session = self._session_cm, None, None

@@ -9,14 +9,13 @@ restarts, which is the point: a crashed server is often a restarted loop.
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ralph_context.atomic import write_text_atomically
 from ralph_context.models import RetrievedItem, Tier
 
 __all__ = ["CachedContext", "TaskCache", "task_key"]
@@ -64,10 +63,7 @@ class TaskCache:
         entry = CachedContext(items=items, tier=tier, iteration=iteration, saved_at=_now())
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            handle, temp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(entry.model_dump_json())
-            os.replace(temp, self._path(key))
+            write_text_atomically(self._path(key), entry.model_dump_json())
             self._evict()
         except OSError as exc:
             log.warning("context_cache_not_written", error=str(exc))

@@ -171,9 +171,7 @@ class Handle:
         )
         try:
             await self.bridge.arecord(record)
-        except SourceError as exc:
-            log.warning("iteration_not_stored", iteration=iteration, error=str(exc))
-        except Exception as exc:  # invalid text from an adapter must not stop the loop
+        except Exception as exc:  # a dead source, or invalid text from an adapter
             log.warning("iteration_not_stored", iteration=iteration, error=repr(exc))
 
     def _iteration(self) -> int:
