@@ -22,7 +22,7 @@ from rich.table import Table
 
 from ralph_context import __version__
 from ralph_context._logging import configure_logging
-from ralph_context.config import DEFAULT_FILES, Settings
+from ralph_context.config import Settings, default_file
 from ralph_context.engine import Engine, EngineHealth
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
 from ralph_context.models import ContextType, RetrievalResult
@@ -419,9 +419,8 @@ def init(
         raise _fail(f"--transport must be stdio or http, got {transport!r}", 2)
     if not project.is_dir():
         raise _fail(f"--project {str(project)!r} is not a folder", 2)
-    # The project's own ralph.yaml, not the one of the folder we were started in.
-    found = (project / name for name in DEFAULT_FILES if (project / name).is_file())
-    settings = _settings(config or next(found, None), None)
+    # The project's own ralph.yaml before the usual lookup (env, then the current folder).
+    settings = _settings(config or default_file(project), None)
     entry = server_entry(
         cast(Literal["stdio", "http"], transport),
         config=settings.source,

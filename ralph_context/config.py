@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 CONFIG_ENV = "RALPH_CONTEXT_CONFIG"
-DEFAULT_FILES = ("ralph.yaml", "ralph.yml")
+_DEFAULT_FILES = ("ralph.yaml", "ralph.yml")
 _BLOCK = ("learning", "mcp_context")
 
 log = structlog.get_logger("ralph_context.config")
@@ -474,8 +474,13 @@ def _find_config(path: str | Path | None) -> Path | None:
         if not env_path.is_file():
             raise ConfigError(f"{CONFIG_ENV}={from_env!r} names a file that does not exist")
         return env_path
-    for name in DEFAULT_FILES:
-        candidate = Path.cwd() / name
+    return default_file(Path.cwd())
+
+
+def default_file(folder: Path) -> Path | None:
+    """``folder``'s own ``ralph.yaml`` or ``ralph.yml``, if it has one."""
+    for name in _DEFAULT_FILES:
+        candidate = folder / name
         if candidate.is_file():
             return candidate
     return None

@@ -36,8 +36,8 @@ def server_entry(
     transport: Literal["stdio", "http"],
     *,
     config: Path | None,
-    host: str = "127.0.0.1",
-    port: int = 8765,
+    host: str,
+    port: int,
 ) -> dict[str, Any]:
     """The ``mcpServers`` entry: a command for stdio (this install's console script, so the
     client starts the same version), a URL for a server already running over HTTP."""

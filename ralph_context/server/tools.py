@@ -15,7 +15,6 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from ralph_context import __version__
-from ralph_context.actors.lifecycle import Progress
 from ralph_context.engine import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS
 from ralph_context.errors import RalphContextError
 from ralph_context.models import IterationResult
@@ -48,15 +47,6 @@ WRITE = ToolAnnotations(
 DESTROY = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
-
-
-def _progress(ctx: Context[Any, Any]) -> Progress:
-    """Lifecycle progress as MCP progress notifications to the calling client."""
-
-    async def report(done: float, total: float | None, message: str | None) -> None:
-        await ctx.report_progress(done, total, message)
-
-    return report
 
 
 def register_tools(server: MCPServer, holder: EngineHolder) -> None:
@@ -115,7 +105,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     @server.tool(annotations=READ)
     async def get_skills(
         tags: Annotated[list[str] | None, Field(description="Any of these tags.")] = None,
-        min_score: Annotated[float, Field(ge=0.0, le=1.0, description="Minimum usefulness.")] = 0.5,
+        min_score: Annotated[Unit, Field(description="Minimum usefulness.")] = 0.5,
     ) -> Skills:
         """Learned skills and strategies at or above a usefulness score, most useful first."""
         skills = await holder.get().skills(tags, min_score)
@@ -187,7 +177,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
         """Replace old items' text with extractive summaries (originals kept in the archive,
         readable at context://items/{id}). dry_run lists what would change."""
         report = await holder.get().summarize_old(
-            older_than_iterations, dry_run=dry_run, progress=_progress(ctx)
+            older_than_iterations, dry_run=dry_run, progress=ctx.report_progress
         )
         return LifecycleAnswer.of(report)
 
@@ -195,14 +185,14 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     async def prune_low_value_context(
         ctx: Context[Any, Any],
         min_score: Annotated[
-            float, Field(ge=0.0, le=1.0, description="Delete items with usefulness below this.")
+            Unit, Field(description="Delete items with usefulness below this.")
         ] = 0.3,
         dry_run: bool = False,
     ) -> LifecycleAnswer:
         """Delete items whose usefulness fell below min_score (only negative feedback gets
         an item there). Permanent; dry_run lists what would go."""
         report = await holder.get().prune_low_value(
-            min_score, dry_run=dry_run, progress=_progress(ctx)
+            min_score, dry_run=dry_run, progress=ctx.report_progress
         )
         return LifecycleAnswer.of(report)
 
