@@ -256,10 +256,8 @@ class Engine:
             ActorUnavailable: The store itself is down.
         """
         items = [self._build_item(entry) for entry in entries]
-        if not items:
-            return []
-        vectors = await self._embed_documents([item.content for item in items])
-        await self._require_storage().add_items(list(zip(items, vectors, strict=True)))
+        if items:
+            await self._persist(items)
         return items
 
     async def store_embedded(self, pairs: Sequence[tuple[ContextItem, Vectors]]) -> int:
@@ -317,8 +315,7 @@ class Engine:
         await self._require_storage().add_iteration(result)
         self._iteration = max(self._iteration, result.iteration)
         if error_item is not None:
-            (vector,) = await self._embed_documents([error_item.content])
-            await self._require_storage().add_items([(error_item, vector)])
+            await self._persist([error_item])
         if not self.settings.lifecycle.auto_run or self._lifecycle is None:
             pass
         elif not self._lifecycle.tell(RunLifecycle()):
@@ -584,6 +581,11 @@ class Engine:
             created_iteration=check_int(iteration, name="iteration", low=0),
             original_length=len(content),
         )
+
+    async def _persist(self, items: list[ContextItem]) -> None:
+        """Embed (where the model can) and store built items in one write."""
+        vectors = await self._embed_documents([item.content for item in items])
+        await self._require_storage().add_items(list(zip(items, vectors, strict=True)))
 
     async def _embed_documents(self, texts: list[str]) -> list[Vectors | None]:
         """One vector per text, ``None`` where embedding failed (stored raw, found by text).

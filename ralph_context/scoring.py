@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -127,21 +127,14 @@ def fit_budget(
     return _fit(ranked, max_items=max_items, max_tokens=max_tokens, cost=cost).kept
 
 
-@dataclass(frozen=True)
-class _Fit:
-    kept: list[Scored]
-    tokens: int
-    over_budget: int
-    duplicates: int
-
-
 def _fit(
     ranked: Sequence[Scored],
     *,
     max_items: int,
     max_tokens: int,
     cost: Callable[[ContextItem], int],
-) -> _Fit:
+) -> Ranking:
+    """The best of ``ranked`` that fit; ``below_min_score`` is left for the caller."""
     kept: list[Scored] = []
     kept_vectors: list[Vectors] = []
     spent = over_budget = duplicates = 0
@@ -160,7 +153,7 @@ def _fit(
         spent += price
         if candidate.vector is not None:
             kept_vectors.append(candidate.vector)
-    return _Fit(kept, spent, over_budget, duplicates)
+    return Ranking(kept, spent, 0, over_budget, duplicates)
 
 
 @dataclass(frozen=True)
@@ -216,10 +209,4 @@ def rank(
     passing = [s for s in scored if s.score >= min_score]
     passing.sort(key=lambda s: s.score, reverse=True)
     fit = _fit(passing, max_items=max_items, max_tokens=max_tokens, cost=item_tokens)
-    return Ranking(
-        kept=fit.kept,
-        tokens=fit.tokens,
-        below_min_score=len(scored) - len(passing),
-        over_budget=fit.over_budget,
-        duplicates=fit.duplicates,
-    )
+    return replace(fit, below_min_score=len(scored) - len(passing))

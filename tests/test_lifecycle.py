@@ -5,9 +5,9 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from ralph_context import ContextState, Engine, ItemNotFound, IterationResult, NewItem
+from ralph_context import ContextState, Engine, ItemNotFound, NewItem
 from ralph_context.config import Settings
-from tests.helpers import Loader, SettingsFactory
+from tests.helpers import Loader, SettingsFactory, advance
 
 # Small ages so a test walks the whole life in a few iterations.
 AGES = {
@@ -37,10 +37,6 @@ def settings(make_settings: SettingsFactory, auto: bool = False, **storage: obje
     return make_settings(lifecycle=lifecycle)
 
 
-async def tick(engine: Engine, to: int) -> None:
-    await engine.record_iteration(IterationResult(iteration=to, success=True, summary="tick"))
-
-
 async def test_an_item_walks_active_aging_summarized_archived(
     make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
@@ -49,7 +45,7 @@ async def test_an_item_walks_active_aging_summarized_archived(
             item = await engine.store(REPORT, "iteration", iteration=0)
             states = [(await engine.get(item.id)).state]
             for now in (2, 4, 6):
-                await tick(engine, now)
+                await advance(engine, now)
                 await engine.run_lifecycle()
                 states.append((await engine.get(item.id)).state)
                 if now == 4:
@@ -92,7 +88,7 @@ async def test_pruning_removes_only_old_useless_items_and_loses_nothing_else(
             for target in (old_bad.id, new_bad.id):
                 await engine.mark_useful(target, False)
                 await engine.mark_useful(target, False)  # 0.5 -> 0.35 -> 0.2
-            await tick(engine, 10)
+            await advance(engine, 10)
             report = await engine.run_lifecycle()
             kept_old = await engine.get(old_good.id)
             kept_new = await engine.get(new_bad.id)
@@ -137,7 +133,7 @@ async def test_lifecycle_dry_run_reports_the_plan_and_changes_nothing(
             long, short = await engine.store_many(
                 [NewItem(REPORT, "iteration", iteration=0), NewItem("short note", "output")]
             )
-            await tick(engine, 4)
+            await advance(engine, 4)
             summary_preview = await engine.summarize_old(2, dry_run=True)
             plan = await engine.run_lifecycle(dry_run=True)
             states = {i: (await engine.get(i)).state for i in (long.id, short.id)}
@@ -161,7 +157,7 @@ async def test_a_pass_runs_by_itself_after_each_stored_iteration(
     with anyio.fail_after(90):
         async with Engine(settings(make_settings, auto=True), model_loader=shared_model) as engine:
             item = await engine.store("pool exhausted in payments", "error", iteration=0)
-            await tick(engine, 3)
+            await advance(engine, 3)
             for _ in range(1000):  # the pass runs in the background: poll for its effect
                 state = (await engine.get(item.id)).state
                 if state is not ContextState.ACTIVE:
@@ -180,7 +176,7 @@ async def test_over_the_size_limit_old_items_go_first_and_recent_ones_stay(
                 [NewItem(f"{REPORT} (copy {n})", "output", iteration=2) for n in range(40)]
             )
             recent = await engine.store("the newest lesson", "skill", iteration=10)
-            await tick(engine, 10)
+            await advance(engine, 10)
             report = await engine.run_lifecycle()
             survivor = await engine.get(recent.id)
     assert report.pruned_for_space

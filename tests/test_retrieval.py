@@ -7,9 +7,9 @@ import math
 import anyio
 import pytest
 
-from ralph_context import Engine, IterationResult, NewItem
+from ralph_context import Engine, NewItem
 from ralph_context.scoring import item_tokens
-from tests.helpers import Loader, SettingsFactory
+from tests.helpers import Loader, SettingsFactory, advance
 
 QUERY = "API server crashes with missing table errors at startup"
 # Two phrasings of one lesson (cosine 0.91 with each other, under the 0.95 duplicate line),
@@ -27,10 +27,6 @@ LESSONS = (
     "The users table did not exist, so the API returned 500 on every login request.",
     "Startup crash: relation orders does not exist. Fixed by running alembic upgrade head.",
 )
-
-
-async def advance(engine: Engine, to: int) -> None:
-    await engine.record_iteration(IterationResult(iteration=to, success=True, summary="tick"))
 
 
 async def test_feedback_reorders_two_equally_relevant_items(

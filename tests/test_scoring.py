@@ -21,6 +21,7 @@ from ralph_context.scoring import (
     relevance,
     type_match,
 )
+from tests.helpers import unit
 
 WEIGHTS = ScoringSettings()
 
@@ -37,11 +38,6 @@ def item(
         created_iteration=iteration,
         usefulness_score=usefulness,
     )
-
-
-def unit(*values: float) -> np.ndarray:
-    vector = np.asarray(values, dtype=np.float32)
-    return vector / np.linalg.norm(vector)
 
 
 def test_recency_decays_and_skills_decay_slower() -> None:

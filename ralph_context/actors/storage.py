@@ -44,7 +44,6 @@ __all__ = [
     "Stats",
     "StorageActor",
     "TextSearch",
-    "VectorSearch",
 ]
 
 log = structlog.get_logger("ralph_context.storage")
@@ -80,13 +79,6 @@ class GetItems:
 class ListItems:
     where: ItemFilter
     limit: int
-
-
-@dataclass(frozen=True)
-class VectorSearch:
-    vector: Vectors
-    limit: int
-    where: ItemFilter
 
 
 @dataclass(frozen=True)
@@ -214,7 +206,6 @@ StorageRequest = (
     AddItems
     | GetItems
     | ListItems
-    | VectorSearch
     | TextSearch
     | HybridSearch
     | RecordAccess
@@ -318,8 +309,6 @@ class StorageActor(Actor[StorageRequest, object]):
                 return await self._run(self.store.get_items, list(ids))
             case ListItems(where, limit):
                 return await self._run(self.store.list_items, where, limit)
-            case VectorSearch(vector, limit, where):
-                return await self._vector(vector, limit, where)
             case TextSearch(text, limit, where):
                 return await self._run(self.store.text_search, text, limit, where)
             case HybridSearch(vector, text, vector_limit, text_limit, where):
@@ -432,12 +421,6 @@ class StorageActor(Actor[StorageRequest, object]):
     async def list_items(self, where: ItemFilter, limit: int) -> list[ContextItem]:
         reply = await self.call(ListItems(where, limit), timeout=self.timeout)
         return cast(list[ContextItem], reply)
-
-    async def vector_search(
-        self, vector: Vectors, limit: int, where: ItemFilter
-    ) -> list[VectorHit]:
-        reply = await self.call(VectorSearch(vector, limit, where), timeout=self.timeout)
-        return cast(list[VectorHit], reply)
 
     async def text_search(self, text: str, limit: int, where: ItemFilter) -> list[TextHit]:
         reply = await self.call(TextSearch(text, limit, where), timeout=self.timeout)

@@ -92,7 +92,6 @@ class AgeRow:
     state: ContextState
     created_iteration: int
     usefulness: float
-    length: int
 
 
 # Ids per IN (...) clause: keeps statements small when thousands of items change state.
@@ -297,8 +296,8 @@ class LanceStore:
     # --- lifecycle -------------------------------------------------------------------------
 
     def age_rows(self) -> list[AgeRow]:
-        """Every hot item's id, type, state, iteration, usefulness and text length."""
-        columns = ["id", "content_type", "state", "created_iteration", "original_length"]
+        """Every hot item's id, type, state, iteration and usefulness."""
+        columns = ["id", "content_type", "state", "created_iteration"]
         table = self.items.search().select(columns).limit(None).to_arrow()
         return [
             AgeRow(
@@ -307,7 +306,6 @@ class LanceStore:
                 state=ContextState(row["state"]),
                 created_iteration=row["created_iteration"],
                 usefulness=self.usage.get(row["id"]).usefulness_score,
-                length=row["original_length"] or 0,
             )
             for row in table.to_pylist()
         ]

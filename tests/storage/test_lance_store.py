@@ -12,11 +12,7 @@ from ralph_context.errors import ModelMismatch
 from ralph_context.models import ContextItem, ContextType, IterationResult
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
-
-
-def unit(*values: float) -> np.ndarray:
-    vector = np.asarray(values, dtype=np.float32)
-    return vector / np.linalg.norm(vector)
+from tests.helpers import unit
 
 
 def item(content: str, kind: ContextType = ContextType.OUTPUT, **extra: object) -> ContextItem:
