@@ -222,8 +222,7 @@ class LanceStore:
             table = table.filter(pc.is_valid(vectors_column))
             if table.num_rows == 0:
                 return []
-        flat = table.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        vectors = flat.astype(np.float32, copy=False).reshape(table.num_rows, self.dimension)
+        vectors = self._matrix(table.column("vector"))
         similarity = vectors @ query.astype(np.float32)
         rows = table.drop_columns(["vector", "_distance"]).to_pylist()
         order = np.argsort(-similarity, kind="stable")
@@ -241,16 +240,25 @@ class LanceStore:
         if sql:
             search = search.where(sql, prefilter=True)
         table = search.to_arrow()
-        vectors = table.column("vector").to_pylist()
+        vectors = self._vector_list(table.column("vector"))
         rows = table.drop_columns(["vector"]).to_pylist()
         return [
-            (
-                self._item(row),
-                float(row["_score"]),
-                None if vector is None else np.asarray(vector, dtype=np.float32),
-            )
+            (self._item(row), float(row["_score"]), vector)
             for row, vector in zip(rows, vectors, strict=True)
         ]
+
+    def _matrix(self, column: Any) -> Vectors:
+        """A vector column's non-null rows as one float32 matrix (no per-float Python
+        objects: this runs on every query)."""
+        flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        matrix: Vectors = flat.astype(np.float32, copy=False).reshape(-1, self.dimension)
+        return matrix
+
+    def _vector_list(self, column: Any) -> list[Vectors | None]:
+        """One vector per row, ``None`` for rows stored without one."""
+        valid = column.combine_chunks().is_valid().to_numpy(zero_copy_only=False)
+        rows = iter(self._matrix(column))
+        return [next(rows) if present else None for present in valid]
 
     def _item(self, row: dict[str, Any]) -> ContextItem:
         return self.usage.apply(item_from_row(row))
@@ -321,12 +329,11 @@ class LanceStore:
         for start in range(0, len(ids), _ID_CHUNK):
             where = ItemFilter(ids=tuple(ids[start : start + _ID_CHUNK])).to_sql()
             table = self.items.search().where(where).limit(None).to_arrow()
-            vectors = table.column("vector").to_pylist()
-            for row, vector in zip(
-                table.drop_columns(["vector"]).to_pylist(), vectors, strict=True
-            ):
-                array = None if vector is None else np.asarray(vector, dtype=np.float32)
-                found.append((self._item(row), array))
+            vectors = self._vector_list(table.column("vector"))
+            rows = table.drop_columns(["vector"]).to_pylist()
+            found.extend(
+                (self._item(row), vector) for row, vector in zip(rows, vectors, strict=True)
+            )
         return found
 
     def missing_vectors(self, limit: int) -> list[ContextItem]:
