@@ -22,6 +22,7 @@ from rich.table import Table
 
 from ralph_context import __version__
 from ralph_context._logging import configure_logging
+from ralph_context.cli_bench import bench_app
 from ralph_context.config import Settings, default_file
 from ralph_context.engine import Engine, EngineHealth
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
@@ -40,6 +41,7 @@ app = typer.Typer(
 )
 model_app = typer.Typer(help="Manage the local embedding model.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
+app.add_typer(bench_app, name="bench")
 
 out = Console()
 err = Console(stderr=True)

@@ -174,12 +174,14 @@ class SkillbookSettings(_Section):
 
 
 class ScoringSettings(_Section):
-    """Weights of the relevance score's four factors; they must sum to 1."""
+    """Weights of the relevance score's four factors (they must sum to 1), and the share of
+    the semantic factor that full-text (BM25) match takes on the semantic tier."""
 
     semantic_weight: float = Field(default=0.40, ge=0.0, le=1.0, allow_inf_nan=False)
     recency_weight: float = Field(default=0.25, ge=0.0, le=1.0, allow_inf_nan=False)
     usefulness_weight: float = Field(default=0.20, ge=0.0, le=1.0, allow_inf_nan=False)
     type_match_weight: float = Field(default=0.15, ge=0.0, le=1.0, allow_inf_nan=False)
+    lexical_share: float = Field(default=0.40, ge=0.0, le=1.0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _sums_to_one(self) -> ScoringSettings:

@@ -48,7 +48,7 @@ from ralph_context.models import (
     RetrievalResult,
     Tier,
 )
-from ralph_context.retrieval import Query, Retriever
+from ralph_context.retrieval import Candidates, Query, Retriever
 from ralph_context.runtime import HealthSnapshot, Supervisor
 from ralph_context.skillbook_sync import SkillbookSync
 from ralph_context.storage.filters import ItemFilter
@@ -71,6 +71,8 @@ log = structlog.get_logger("ralph_context.engine")
 
 MAX_QUERY_CHARS = 500
 MAX_ITEMS = 50
+# Raw candidates per half that Engine.candidates hands out at most.
+MAX_CANDIDATES = 200
 # Skills listed by get_skills at most (they are few and curated).
 MAX_SKILLS = 1_000
 # The largest token budget a query may ask for (a 1M-token context window).
@@ -511,6 +513,24 @@ class Engine:
         return await self._require_retriever().search(
             Query(text, limit, threshold, budget, where, preferred)
         )
+
+    async def candidates(
+        self, query: str, *, limit: int = MAX_ITEMS, tags: Sequence[str] | None = None
+    ) -> Candidates:
+        """The semantic rung's raw halves for ``query``: vector and full-text top-``limit``,
+        before pooling, the similarity gate and the relevance formula.
+
+        For evaluations that compare retrieval modes (``ralph-context bench retrieval``) and
+        for debugging a ranking; loops call :meth:`search`, which degrades instead of raising.
+
+        Raises:
+            InvalidInput: A bad argument.
+            ActorUnavailable, StoreError: No model, or the store failed.
+        """
+        text = check_content(query, max_bytes=1 << 20, name="query")[:MAX_QUERY_CHARS]
+        count = check_int(limit, name="limit", high=MAX_CANDIDATES)
+        where = ItemFilter(tags_any=check_tags(tags))
+        return await self._require_retriever().candidates(text, count, where)
 
     # --- inspection -------------------------------------------------------------------------
 

@@ -26,11 +26,11 @@ from ralph_context.actors.storage import StorageActor, TextHit, VectorHit
 from ralph_context.config import Settings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ActorUnavailable, StoreError
-from ralph_context.models import ContextType, RetrievalResult, RetrievedItem, Tier
+from ralph_context.models import ContextItem, ContextType, RetrievalResult, RetrievedItem, Tier
 from ralph_context.scoring import Candidate, Ranking, item_tokens, rank
 from ralph_context.storage.filters import ItemFilter
 
-__all__ = ["CANDIDATE_FACTOR", "Query", "Retriever"]
+__all__ = ["CANDIDATE_FACTOR", "Candidates", "Query", "Retriever"]
 
 log = structlog.get_logger("ralph_context.retrieval")
 
@@ -52,6 +52,21 @@ class Query:
     max_tokens: int
     where: ItemFilter
     requested: tuple[ContextType, ...]
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The semantic rung's two halves before the gate and the relevance formula.
+
+    ``semantic`` is the vector half (items with cosine similarity), ``lexical`` the full-text
+    half (items with raw BM25), each best first; ``pool`` is their union as retrieval scores
+    it (exact cosine, BM25 normalised to the half's best). Evaluations compare these with the
+    scored result; a loop should call ``Engine.search`` instead.
+    """
+
+    semantic: list[tuple[ContextItem, float]]
+    lexical: list[tuple[ContextItem, float]]
+    pool: list[Candidate]
 
 
 class Retriever:
@@ -97,6 +112,25 @@ class Retriever:
             return RetrievalResult(
                 tier=Tier.NONE, degraded_reason=reason, token_budget=query.max_tokens
             )
+
+    async def candidates(self, text: str, limit: int, where: ItemFilter) -> Candidates:
+        """Vector top-``limit`` and full-text top-``limit`` for ``text``, unscored.
+
+        Raises:
+            ActorUnavailable, StoreError: The model or the store cannot answer (no ladder
+                here: this is the semantic rung itself, for evaluation).
+        """
+        reason = self.semantic_unavailable()
+        if reason is not None:
+            raise ActorUnavailable(reason)
+        timeout = self.settings.embeddings.timeout_seconds
+        vector = (await self.embedding.call(EmbedRequest((text,)), timeout=timeout))[0]
+        vector_hits, text_hits = await self.storage.hybrid_search(vector, text, limit, limit, where)
+        return Candidates(
+            semantic=[(item, similarity) for item, similarity, _ in vector_hits],
+            lexical=[(item, score) for item, score, _ in text_hits],
+            pool=_pool(vector, vector_hits, text_hits),
+        )
 
     async def _semantic(self, query: Query) -> RetrievalResult:
         timeout = self.settings.embeddings.timeout_seconds
@@ -217,16 +251,20 @@ class Retriever:
 def _pool(
     query: Vectors, vector_hits: list[VectorHit], text_hits: list[TextHit]
 ) -> list[Candidate]:
-    """Union of both halves by id, each with its exact cosine similarity to the query.
+    """Union of both halves by id, each with its exact cosine similarity to the query and
+    its BM25 score normalised to the half's best (0 for items only the vector half found).
 
     Full-text hits stored without a vector cannot be compared and are left out here; the text
     rung still finds them.
     """
+    best = max((score for _, score, _ in text_hits), default=0.0) or 1.0
+    lexical = {item.id: score / best for item, score, _ in text_hits}
     pool: dict[str, Candidate] = {
-        item.id: Candidate(item, similarity, vector) for item, similarity, vector in vector_hits
+        item.id: Candidate(item, similarity, vector, lexical.get(item.id, 0.0))
+        for item, similarity, vector in vector_hits
     }
     probe = query.astype(np.float32)
     for item, _score, vector in text_hits:
         if item.id not in pool and vector is not None:
-            pool[item.id] = Candidate(item, float(vector @ probe), vector)
+            pool[item.id] = Candidate(item, float(vector @ probe), vector, lexical[item.id])
     return list(pool.values())

@@ -13,8 +13,10 @@ from tests.helpers import Loader, SettingsFactory, advance
 
 QUERY = "API server crashes with missing table errors at startup"
 # Two phrasings of one lesson (cosine 0.91 with each other, under the 0.95 duplicate line),
-# 0.69 and 0.59 similar to QUERY: 0.04 apart in relevance, less than one step of feedback
-# (0.05), of type preference (0.075) or of recency between iterations 9 and 0 (0.13).
+# 0.69 and 0.59 similar to QUERY: 0.04 apart in relevance on cosine alone, less than one step
+# of feedback (0.05), of type preference (0.075) or of recency between iterations 9 and 0
+# (0.13). Tests of those factors therefore turn the BM25 part of the match off
+# (COSINE_ONLY): one twin shares far more words with QUERY than the other.
 TWINS = (
     "Run the migrations before starting the API server or it fails on missing tables.",
     "Start the API only after running database migrations; otherwise tables are missing.",
@@ -27,13 +29,15 @@ LESSONS = (
     "The users table did not exist, so the API returned 500 on every login request.",
     "Startup crash: relation orders does not exist. Fixed by running alembic upgrade head.",
 )
+COSINE_ONLY = {"lexical_share": 0.0}
 
 
 async def test_feedback_reorders_two_equally_relevant_items(
     make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
     with anyio.fail_after(60):
-        async with Engine(make_settings(), model_loader=shared_model) as engine:
+        settings = make_settings(scoring=COSINE_ONLY)
+        async with Engine(settings, model_loader=shared_model) as engine:
             first, second = await engine.store_many([NewItem(t, "skill") for t in TWINS])
             before = [h.item.id for h in (await engine.search(QUERY)).items]
             loser = before[0]
@@ -52,7 +56,7 @@ async def test_recency_decays_with_the_iteration_clock_and_skills_decay_slower(
     make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
     with anyio.fail_after(60):
-        async with Engine(make_settings(), model_loader=shared_model) as engine:
+        async with Engine(make_settings(scoring=COSINE_ONLY), model_loader=shared_model) as engine:
             old_error, new_error = await engine.store_many(
                 [NewItem(TWINS[0], "error", iteration=0), NewItem(TWINS[1], "error", iteration=9)]
             )
@@ -76,7 +80,7 @@ async def test_type_filter_excludes_and_type_preference_only_reorders(
     make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
     with anyio.fail_after(60):
-        async with Engine(make_settings(), model_loader=shared_model) as engine:
+        async with Engine(make_settings(scoring=COSINE_ONLY), model_loader=shared_model) as engine:
             error, skill = await engine.store_many(
                 [NewItem(TWINS[0], "error"), NewItem(TWINS[1], "skill")]
             )
@@ -138,3 +142,28 @@ async def test_the_token_budget_holds_and_near_duplicates_collapse(
     assert len(roomy.items) == len(LESSONS)
     contents = [h.item.content for h in roomy.items]
     assert len(contents) == len(set(contents))
+
+
+async def test_the_match_mixes_cosine_with_bm25_of_the_query_words(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    query = "release broke since DB credentials were out of date"
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            paraphrase, literal = await engine.store_many(
+                [
+                    NewItem("The deploy failed because the database password expired.", "error"),
+                    NewItem("Staging DB credentials rotate on the first of each month.", "skill"),
+                ]
+            )
+            result = await engine.search(query, min_score=0.0)
+    by_id = {hit.item.id: hit for hit in result.items}
+    # Only the literal item shares words with the query ("DB", "credentials"): it is the
+    # full-text half's best hit (1.0); the paraphrase comes from the vector half alone.
+    assert by_id[literal.id].breakdown["lexical"] == 1.0
+    assert by_id[paraphrase.id].breakdown["lexical"] == 0.0
+    for hit in result.items:
+        factors = hit.breakdown
+        match = 0.6 * factors["semantic"] + 0.4 * factors["lexical"]
+        expected = match * 0.4 + factors["recency"] * 0.25 + 0.5 * 0.2 + 1.0 * 0.15
+        assert hit.score == pytest.approx(expected)

@@ -16,6 +16,7 @@ from ralph_context.scoring import (
     estimate_tokens,
     fit_budget,
     item_tokens,
+    match_strength,
     rank,
     recency,
     relevance,
@@ -67,6 +68,22 @@ def test_relevance_is_the_weighted_sum_of_the_seed() -> None:
     assert scored.breakdown == pytest.approx(
         {"semantic": 0.8, "recency": math.exp(-0.5), "usefulness": 0.6, "type_match": 0.5}
     )
+
+
+def test_semantic_tier_mixes_cosine_with_normalised_bm25_by_lexical_share() -> None:
+    scored = relevance(item(), 0.5, now=0, requested=[], weights=WEIGHTS, lexical=1.0)
+    matched = 0.6 * 0.5 + 0.4 * 1.0  # lexical_share 0.4
+    assert scored.score == pytest.approx(matched * 0.4 + 1.0 * 0.25 + 0.5 * 0.2 + 1.0 * 0.15)
+    assert scored.breakdown["semantic"] == 0.5 and scored.breakdown["lexical"] == 1.0
+    # Found by the vector half only: lexical 0 pulls the match down, by the share.
+    unmatched = relevance(item(), 0.5, now=0, requested=[], weights=WEIGHTS, lexical=0.0)
+    assert scored.score - unmatched.score == pytest.approx(0.4 * 1.0 * 0.4)
+    cosine_only = ScoringSettings(lexical_share=0.0)
+    plain = relevance(item(), 0.5, now=0, requested=[], weights=cosine_only, lexical=1.0)
+    assert plain.score == pytest.approx(
+        relevance(item(), 0.5, now=0, requested=[], weights=WEIGHTS).score
+    )
+    assert match_strength(1.7, -2.0, 0.5) == pytest.approx(0.5)  # both parts clamped
 
 
 def test_negative_similarity_counts_as_zero() -> None:

@@ -1,0 +1,243 @@
+"""Retrieval quality on LoCoMo: evidence recall@k of the engine's retrieval modes.
+
+One store per conversation, every turn one item (``created_iteration`` = its session,
+``dia_id`` in metadata), real model, real LanceDB. Each question is asked in four modes:
+
+- ``vector``: the vector half alone (cosine top-k);
+- ``text``: the full-text half alone (LanceDB BM25 top-k);
+- ``hybrid``: both halves pooled and ranked by the engine's match strength alone
+  (``(1 - s)·cosine + s·BM25/best``, ``s`` = ``scoring.lexical_share``); no gate, no
+  recency, usefulness or type;
+- ``full``: ``Engine.search`` as a loop calls it (pooling, similarity gate, relevance formula
+  with recency/usefulness/type), asked once per k, no score floor, no token limit.
+
+Recall is LoCoMo's own (``recall.py``), reported per category and overall next to the paper's
+Table 3 retriever (DRAGON over dialogs). Writes ``results.json``, ``results.md`` and
+``recall.png`` to ``--out``.
+
+Usage: ``ralph-context bench retrieval --data ../shared/datasets/locomo/locomo_dev.json``
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.retrieval.locomo import CATEGORIES, Conversation, load_conversations
+from benchmarks.retrieval.recall import Recall, evidence_recall, summarize
+from ralph_context import ContextItem, ContextType, Engine, NewItem, Settings
+from ralph_context.retrieval import CANDIDATE_FACTOR
+from ralph_context.scoring import Candidate, match_strength
+
+__all__ = ["DRAGON", "KS", "MODES", "evaluate", "markdown", "plot", "write_outputs"]
+
+MODES = ("vector", "text", "hybrid", "full")
+KS = (5, 10, 25, 50)
+# LoCoMo paper, Table 3: DRAGON retriever over dialog turns, overall recall, all 10 conversations.
+DRAGON = {"5": 0.567, "10": 0.662, "25": 0.767, "50": 0.827}
+# Engine.search with no score floor and no budget: recall measures the ranking, not the cut.
+UNLIMITED_TOKENS = 1_000_000
+
+Tick = Callable[[], None]
+
+
+def strength(candidate: Candidate, share: float) -> float:
+    return match_strength(candidate.similarity, candidate.lexical, share)
+
+
+def settings_for(store: Path) -> Settings:
+    """A project store at ``store``; no automatic lifecycle (turns stay whole, as the paper
+    retrieves them) and no skillbook."""
+    return Settings.load(None).with_overrides(
+        storage={"backend": "lancedb", "persistence": "project", "path": str(store)},
+        lifecycle={"auto_run": False},
+        skillbook={"enabled": False},
+    )
+
+
+@dataclass
+class ConversationRun:
+    items: int
+    ingest_seconds: float
+    recalls: dict[str, list[Recall]] = field(default_factory=lambda: defaultdict(list))
+    latencies_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+
+async def run_conversation(
+    conversation: Conversation, store: Path, *, questions: int | None, tick: Tick
+) -> ConversationRun:
+    """Ingest one conversation, reopen the store (the engine's clock is then the last
+    session, as for a loop resuming), and ask its questions in every mode."""
+    settings = settings_for(store)
+    entries = [
+        NewItem(
+            turn.text,
+            ContextType.ITERATION,
+            metadata={"dia_id": turn.dia_id, "session": turn.session},
+            source=conversation.sample_id,
+            iteration=turn.session,
+        )
+        for turn in conversation.turns
+    ]
+    async with Engine(settings) as engine:
+        started = time.perf_counter()
+        await engine.store_many(entries)
+        await engine.maintain()
+        run = ConversationRun(len(entries), time.perf_counter() - started)
+    deepest = max(KS) * CANDIDATE_FACTOR
+    share = settings.scoring.lexical_share
+    async with Engine(settings) as engine:
+        for question in conversation.questions[:questions]:
+            started = time.perf_counter()
+            found = await engine.candidates(question.text, limit=deepest)
+            shared_ms = (time.perf_counter() - started) * 1000
+            semantic = [item for item, _ in found.semantic]
+            lexical = [item for item, _ in found.lexical]
+            fused = [c.item for c in sorted(found.pool, key=lambda c: -strength(c, share))]
+            for mode, ranking in (("vector", semantic), ("text", lexical), ("hybrid", fused)):
+                run.latencies_ms[mode].append(shared_ms)
+                for k in KS:
+                    run.recalls[mode].append(
+                        _recall(question.evidence, question.category, k, ranking)
+                    )
+            for k in KS:
+                started = time.perf_counter()
+                result = await engine.search(
+                    question.text, max_items=k, min_score=0.0, max_tokens=UNLIMITED_TOKENS
+                )
+                run.latencies_ms["full"].append((time.perf_counter() - started) * 1000)
+                ranking = [r.item for r in result.items]
+                run.recalls["full"].append(
+                    _recall(question.evidence, question.category, k, ranking)
+                )
+            tick()
+    return run
+
+
+def _recall(
+    evidence: Sequence[str], category: int, k: int, ranking: Sequence[ContextItem]
+) -> Recall:
+    retrieved = [str(item.metadata.get("dia_id")) for item in ranking[:k]]
+    return Recall(category, k, evidence_recall(evidence, retrieved))
+
+
+async def evaluate(
+    data: Path,
+    *,
+    conversations: int | None = None,
+    questions: int | None = None,
+    workdir: Path | None = None,
+    progress: Callable[[int], Tick] | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark; ``conversations``/``questions`` cap the work (per file / per
+    conversation) for quick runs. ``progress(total)`` returns a per-question tick."""
+    loaded = load_conversations(data)[:conversations]
+    total = sum(len(c.questions[:questions]) for c in loaded)
+    tick = progress(total) if progress is not None else (lambda: None)
+    runs: list[ConversationRun] = []
+    with tempfile.TemporaryDirectory(prefix="ralph-locomo-", dir=workdir) as tmp:
+        for index, conversation in enumerate(loaded):
+            runs.append(
+                await run_conversation(
+                    conversation, Path(tmp) / f"c{index}", questions=questions, tick=tick
+                )
+            )
+    items = sum(r.items for r in runs)
+    ingest_seconds = sum(r.ingest_seconds for r in runs)
+    modes: dict[str, Any] = {}
+    for mode in MODES:
+        latencies = [ms for r in runs for ms in r.latencies_ms[mode]]
+        modes[mode] = {
+            "recall": summarize(x for r in runs for x in r.recalls[mode]),
+            "latency_ms": {
+                "p50": round(float(np.percentile(latencies, 50)), 2),
+                "p99": round(float(np.percentile(latencies, 99)), 2),
+            },
+        }
+    return {
+        "modes": modes,
+        "questions": total,
+        "conversations": [c.sample_id for c in loaded],
+        "ingest": {
+            "items": items,
+            "seconds": round(ingest_seconds, 1),
+            "items_per_second": round(items / ingest_seconds, 1) if ingest_seconds else None,
+        },
+        "reference": {"dragon_overall": DRAGON},
+        "data": str(data),
+        "notes": (
+            "vector/text/hybrid share one Engine.candidates call (query embedding and both "
+            f"halves, {max(KS) * CANDIDATE_FACTOR} candidates each), so their latency is the "
+            "same; full is one Engine.search per k (its own k*4 vector and k*2 text pool)."
+        ),
+    }
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """Overall recall per mode and k next to DRAGON, then per-category recall@10."""
+    lines = [
+        f"LoCoMo evidence recall, {results['questions']} questions "
+        f"({', '.join(results['conversations'])}); "
+        f"ingest {results['ingest']['items']} turns in {results['ingest']['seconds']} s.",
+        "",
+        "| mode | @5 | @10 | @25 | @50 | p50 ms | p99 ms |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for mode, row in results["modes"].items():
+        cells = [f"{row['recall'][str(k)]['overall']:.3f}" for k in KS]
+        latency = row["latency_ms"]
+        lines.append(f"| {mode} | {' | '.join(cells)} | {latency['p50']} | {latency['p99']} |")
+    dragon = " | ".join(f"{DRAGON[str(k)]:.3f}" for k in KS)
+    lines += [f"| DRAGON (paper, 10 conv.) | {dragon} | | |", ""]
+    lines += [
+        "Recall@10 by category:",
+        "",
+        "| mode | " + " | ".join(f"{n} ({c})" for c, n in CATEGORIES.items()) + " |",
+        "| --- |" + " --- |" * len(CATEGORIES),
+    ]
+    for mode, row in results["modes"].items():
+        at10 = row["recall"]["10"]
+        cells = [f"{at10[str(c)]:.3f}" if str(c) in at10 else "-" for c in CATEGORIES]
+        lines.append(f"| {mode} | {' | '.join(cells)} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    """Recall@k per mode, with the paper's DRAGON line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axis = plt.subplots(figsize=(7, 4.5))
+    for mode, row in results["modes"].items():
+        axis.plot(KS, [row["recall"][str(k)]["overall"] for k in KS], marker="o", label=mode)
+    axis.plot(KS, [DRAGON[str(k)] for k in KS], "k--", marker="s", label="DRAGON (paper)")
+    axis.set_xscale("log")
+    axis.set_xticks(KS, [str(k) for k in KS])
+    axis.set_xlabel("k (turns retrieved)")
+    axis.set_ylabel("evidence recall")
+    axis.set_ylim(0, 1)
+    axis.set_title(f"LoCoMo evidence recall@k ({results['questions']} questions)")
+    axis.grid(alpha=0.3)
+    axis.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_outputs(results: dict[str, Any], out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "results.json", out / "results.md", out / "recall.png"]
+    paths[0].write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    paths[1].write_text(markdown(results), encoding="utf-8")
+    plot(results, paths[2])
+    return paths

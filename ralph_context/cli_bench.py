@@ -1,0 +1,156 @@
+"""``ralph-context bench``: the benchmark harnesses, run from a source checkout.
+
+The harnesses live in the repository's ``benchmarks/`` package (not in the wheel: they carry
+task suites and plots, not product code), so these commands import it lazily and say how to
+get it when it is missing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ralph_context._logging import configure_logging
+from ralph_context.errors import RalphContextError
+
+__all__ = ["bench_app"]
+
+bench_app = typer.Typer(help="Benchmarks: A/B loops with memory, LoCoMo retrieval recall.")
+err = Console(stderr=True)
+
+_NO_BENCHMARKS = (
+    "the benchmarks package is not importable: run from a source checkout of ralph-context "
+    "(bash .ci/setup installs it in editable mode)"
+)
+_DEFAULT_LOCOMO = Path("../shared/datasets/locomo/locomo_dev.json")
+
+
+def fail(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(2)
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[Callable[[int], Callable[[], None]]]:
+    """A rich bar on stderr; yields ``start(total) -> tick``."""
+    bar = Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    )
+
+    def start(total: int) -> Callable[[], None]:
+        task = bar.add_task(label, total=total)
+        return lambda: bar.advance(task)
+
+    with bar:
+        yield start
+
+
+@bench_app.command("retrieval")
+def retrieval(
+    data: Annotated[
+        Path, typer.Option(help="LoCoMo JSON (locomo10.json or the dev split).")
+    ] = _DEFAULT_LOCOMO,
+    out: Annotated[Path, typer.Option(help="Folder for results.json/.md and recall.png.")] = Path(
+        "benchmarks/retrieval/out"
+    ),
+    conversations: Annotated[
+        int | None, typer.Option(min=1, help="Only the first N conversations.")
+    ] = None,
+    questions: Annotated[
+        int | None, typer.Option(min=1, help="Only the first N questions of each.")
+    ] = None,
+    log_level: Annotated[str | None, typer.Option("--log-level")] = None,
+) -> None:
+    """Evidence recall@5/10/25/50 on LoCoMo per mode (vector, text, hybrid, full)."""
+    configure_logging(log_level)
+    try:
+        from benchmarks.retrieval.locomo import LocomoFormatError
+        from benchmarks.retrieval.run import evaluate, markdown, write_outputs
+    except ImportError:
+        raise fail(_NO_BENCHMARKS) from None
+    with progress_bar("questions") as start:
+        try:
+            results = anyio.run(
+                lambda: evaluate(
+                    data, conversations=conversations, questions=questions, progress=start
+                )
+            )
+        except (LocomoFormatError, RalphContextError) as exc:
+            raise fail(str(exc)) from None
+    paths = write_outputs(results, out)
+    err.print(markdown(results), highlight=False)
+    err.print("wrote " + ", ".join(str(p) for p in paths))
+
+
+@bench_app.command("ab")
+def ab(
+    suite: Annotated[
+        Path | None, typer.Option(help="Task suite (YAML/JSON); default: the shipped suite.")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for results and plots.")] = Path(
+        "benchmarks/ab/out"
+    ),
+    quick: Annotated[
+        bool, typer.Option(help="One task per kind, 2 runs each (a smoke test, ~1-2 min).")
+    ] = False,
+    runs_per_task: Annotated[int, typer.Option(min=1, help="Runs of each task per variant.")] = 10,
+    seed: Annotated[int, typer.Option(help="Seeds the order, the noise and the guesses.")] = (
+        20261122
+    ),
+    max_iterations: Annotated[int, typer.Option(min=1, help="A run gives up after this.")] = 60,
+    agent: Annotated[str, typer.Option(help="reader (deterministic) or openai.")] = "reader",
+    base_url: Annotated[
+        str | None, typer.Option(help="openai agent: the endpoint, e.g. http://host/v1.")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="openai agent: the model name.")] = None,
+    api_key_env: Annotated[
+        str, typer.Option(help="openai agent: environment variable holding the key.")
+    ] = "OPENAI_API_KEY",
+    log_level: Annotated[str | None, typer.Option("--log-level")] = None,
+) -> None:
+    """A/B: iterations to finish each task kind, baseline Ralph vs Ralph with memory."""
+    configure_logging(log_level)
+    if agent not in ("reader", "openai"):
+        raise fail(f"--agent must be reader or openai, got {agent!r}")
+    if agent == "openai" and not (base_url and model):
+        raise fail("--agent openai needs --base-url and --model (the key comes from --api-key-env)")
+    try:
+        from benchmarks.ab.run import DEFAULT_SUITE, Plan, evaluate, markdown, write_outputs
+        from benchmarks.ab.suite import SuiteError, load_suite
+    except ImportError:
+        raise fail(_NO_BENCHMARKS) from None
+    try:
+        loaded = load_suite(suite or DEFAULT_SUITE)
+    except SuiteError as exc:
+        raise fail(str(exc)) from None
+    plan = Plan(
+        runs_per_task=runs_per_task,
+        seed=seed,
+        max_iterations=max_iterations,
+        quick=quick,
+        agent=agent,
+        base_url=base_url,
+        model=model,
+        api_key=os.environ.get(api_key_env),
+    )
+    with progress_bar("episodes") as start:
+        try:
+            results = anyio.run(lambda: evaluate(loaded, plan, progress=start))
+        except RalphContextError as exc:
+            raise fail(str(exc)) from None
+    paths = write_outputs(results, out)
+    err.print(markdown(results), highlight=False)
+    err.print("wrote " + ", ".join(str(p) for p in paths))
