@@ -1,0 +1,199 @@
+"""One episode: an agent working through one task, the Ralph way, with or without memory.
+
+Each iteration does what Ralph 1.2.3's ``_aexecute_iteration`` does: the prompt comes from
+Ralph's own ``ContextManager`` (PROMPT.md, plus the last outputs that fit its 8,000-character
+window), the adapter runs, and a successful output longer than 1,000 characters goes back
+into the context manager. The adapter here is the agent acting in the environment.
+
+``mcp_enabled`` attaches the real Ralph plugin hook (``ralph_context_ralph.attach``) to that
+loop: the hook appends what the real engine retrieves (real embeddings, scoring, lifecycle)
+within ``retrieval.max_context_tokens`` — set to 2,000, the token size of Ralph's own
+8,000-character window — and stores every iteration. Facts from an earlier session, with the
+distractors of those facts, are stored first by an engine that is then closed: the run
+reopens the store, as a new session would.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from ralph_orchestrator.adapters.base import ToolResponse
+from ralph_orchestrator.context import ContextManager
+
+from benchmarks.ab.agents import Agent
+from benchmarks.ab.environment import Outcome, TaskEnvironment
+from benchmarks.ab.suite import Source, Task
+from ralph_context import ContextType, Engine, NewItem, Settings
+from ralph_context.embeddings.local import LocalEmbedder
+from ralph_context.injection import CONTEXT_HEADING
+from ralph_context.scoring import estimate_tokens
+from ralph_context_ralph import attach
+
+__all__ = ["BASELINE", "CONTEXT_TOKENS", "MCP", "VARIANTS", "Episode", "run_episode"]
+
+BASELINE = "baseline"
+MCP = "mcp_enabled"
+VARIANTS = (BASELINE, MCP)
+# Ralph's window is 8,000 characters; at ~4 characters a token, memory gets as much.
+RALPH_WINDOW_CHARS = 8_000
+CONTEXT_TOKENS = RALPH_WINDOW_CHARS // 4
+# Ralph feeds an output back into its context only when it is longer than this.
+RALPH_MIN_OUTPUT = 1_000
+# An error counts as recovered when its step is done within this many further iterations.
+RECOVERY_WINDOW = 3
+
+
+@dataclass
+class Episode:
+    task: str
+    kind: str
+    variant: str
+    seed: int
+    iterations: int = 0
+    success: bool = False
+    errors: int = 0
+    recovered: int = 0
+    retrieval_ms: list[float] = field(default_factory=list)
+    relevance: list[float] = field(default_factory=list)
+    utilization: list[float] = field(default_factory=list)
+
+
+class _Adapter:
+    """Ralph's adapter interface over agent + environment (what a CLI agent would do)."""
+
+    name = "bench-agent"
+
+    def __init__(self, agent: Agent, env: TaskEnvironment, clock: SimpleNamespace) -> None:
+        self.agent = agent
+        self.env = env
+        self.clock = clock
+
+    async def aexecute(self, prompt: str, **_: Any) -> ToolResponse:
+        action = await self.agent.act(prompt, self.env.task, self.env.needed())
+        output = self.env.apply(action, self.clock.iterations)
+        return ToolResponse(success=True, output=output)
+
+
+def settings_for(store: Path) -> Settings:
+    return Settings.load(None).with_overrides(
+        storage={"backend": "lancedb", "persistence": "project", "path": str(store)},
+        retrieval={"max_context_tokens": CONTEXT_TOKENS},
+        skillbook={"enabled": False},
+    )
+
+
+async def run_episode(
+    task: Task,
+    variant: str,
+    *,
+    seed: int,
+    agent: Callable[[random.Random], Agent],
+    workdir: Path,
+    model: LocalEmbedder | None,
+    max_iterations: int,
+) -> Episode:
+    """Run ``task`` once; ``agent(rng)`` builds the agent for this run's seed (the same seed
+    in both variants, so their guesses are paired)."""
+    workdir.mkdir(parents=True)  # noqa: ASYNC240 - sequential, like Ralph's own loop
+    episode = Episode(task.id, task.kind.value, variant, seed)
+    env = TaskEnvironment(task, random.Random(seed), workdir / "PROMPT.md")
+    manager = ContextManager(env.prompt_file, cache_dir=workdir / ".agent" / "cache")
+    clock = SimpleNamespace(iterations=0)
+    adapter = _Adapter(agent(random.Random(seed)), env, clock)
+    host = SimpleNamespace(
+        context_manager=manager,
+        adapters={adapter.name: adapter},
+        current_adapter=adapter,
+        metrics=clock,
+        prompt_file=env.prompt_file,
+    )
+    handle = None
+    if variant == MCP:
+        settings = settings_for(workdir / "store")
+        loader = (lambda _: model) if model is not None else None
+        await _store_prior_session(task, settings, loader)
+        engine = Engine(settings, model_loader=loader) if loader else Engine(settings)
+        handle = attach(host, engine, task=task.id, cache_dir=workdir / "cache")
+    try:
+        await _loop(env, host, adapter, episode, max_iterations, measure=handle is not None)
+    finally:
+        if handle is not None:
+            handle.detach()
+    _count_recoveries(env, episode)
+    return episode
+
+
+async def _loop(
+    env: TaskEnvironment,
+    host: SimpleNamespace,
+    adapter: _Adapter,
+    episode: Episode,
+    max_iterations: int,
+    *,
+    measure: bool,
+) -> None:
+    for iteration in range(1, max_iterations + 1):
+        host.metrics.iterations = iteration
+        started = time.perf_counter()
+        prompt = host.context_manager.get_prompt()
+        if measure:
+            episode.retrieval_ms.append((time.perf_counter() - started) * 1000)
+            _measure_context(prompt, env, episode)
+        response = await host.current_adapter.aexecute(prompt, prompt_file=str(env.prompt_file))
+        if response.success and len(response.output) > RALPH_MIN_OUTPUT:
+            host.context_manager.update_context(response.output)
+        episode.iterations = iteration
+        if env.done:
+            episode.success = True
+            return
+
+
+def _measure_context(prompt: str, env: TaskEnvironment, episode: Episode) -> None:
+    """Relevance (injected items holding an answer the current step needs / injected items)
+    and utilization (injected tokens / budget) of this iteration's injected section."""
+    _, heading, section = prompt.partition(CONTEXT_HEADING)
+    if not heading:
+        episode.utilization.append(0.0)
+        return
+    blocks = [b for b in section.split("\n### [")[1:] if b.strip()]
+    answers = [f.answer for f in env.needed()]
+    useful = sum(any(a in block for a in answers) for block in blocks)
+    episode.relevance.append(useful / len(blocks) if blocks else 0.0)
+    episode.utilization.append(estimate_tokens(heading + section) / CONTEXT_TOKENS)
+
+
+def _count_recoveries(env: TaskEnvironment, episode: Episode) -> None:
+    events = env.events
+    for index, event in enumerate(events):
+        if event.outcome is not Outcome.ERROR:
+            continue
+        episode.errors += 1
+        later = events[index + 1 : index + 1 + RECOVERY_WINDOW]
+        if any(e.outcome is Outcome.STEP_DONE and e.step == event.step for e in later):
+            episode.recovered += 1
+
+
+async def _store_prior_session(
+    task: Task, settings: Settings, loader: Callable[[Any], LocalEmbedder] | None
+) -> None:
+    """What an earlier session of this project left in memory: the facts it learned, and the
+    similar-sounding wrong values it came across next to them (their distractors)."""
+    learned = {f.id for f in task.facts if f.source is Source.PRIOR_SESSION}
+    notes = [task.fact(i).text for i in sorted(learned)]
+    notes += [d.text for d in task.distractors if d.fact in learned]
+    if not notes:
+        return
+    engine = Engine(settings, model_loader=loader) if loader else Engine(settings)
+    async with engine:
+        await engine.store_many(
+            [
+                NewItem(text, ContextType.ITERATION, source="earlier session", iteration=0)
+                for text in notes
+            ]
+        )
