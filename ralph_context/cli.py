@@ -23,6 +23,8 @@ from rich.table import Table
 from ralph_context import __version__
 from ralph_context._logging import configure_logging
 from ralph_context.cli_bench import bench_app
+from ralph_context.cli_output import err
+from ralph_context.cli_output import fail as _fail
 from ralph_context.config import Settings, default_file
 from ralph_context.engine import Engine, EngineHealth
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
@@ -44,7 +46,6 @@ app.add_typer(model_app, name="model")
 app.add_typer(bench_app, name="bench")
 
 out = Console()
-err = Console(stderr=True)
 
 ConfigOption = Annotated[
     Path | None,
@@ -56,11 +57,6 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 LogOption = Annotated[
     str | None, typer.Option("--log-level", help="Log level on stderr (default WARNING).")
 ]
-
-
-def _fail(message: str, code: int) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(code)
 
 
 def _settings(config: Path | None, log_level: str | None) -> Settings:

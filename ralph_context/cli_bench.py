@@ -11,20 +11,19 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ralph_context._logging import configure_logging
+from ralph_context.cli_output import err, fail
 from ralph_context.errors import RalphContextError
 
 __all__ = ["bench_app"]
 
 bench_app = typer.Typer(help="Benchmarks: A/B loops with memory, LoCoMo retrieval recall.")
-err = Console(stderr=True)
 
 _NO_BENCHMARKS = (
     "the benchmarks package is not importable: run from a source checkout of ralph-context "
@@ -33,9 +32,16 @@ _NO_BENCHMARKS = (
 _DEFAULT_LOCOMO = Path("../shared/datasets/locomo/locomo_dev.json")
 
 
-def fail(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(2)
+def report(
+    results: dict[str, Any],
+    out: Path,
+    write_outputs: Callable[[dict[str, Any], Path], list[Path]],
+    markdown: Callable[[dict[str, Any]], str],
+) -> None:
+    """Write a harness's files and show its table."""
+    paths = write_outputs(results, out)
+    err.print(markdown(results), highlight=False)
+    err.print("wrote " + ", ".join(str(p) for p in paths))
 
 
 @contextmanager
@@ -90,9 +96,7 @@ def retrieval(
             )
         except (LocomoFormatError, RalphContextError) as exc:
             raise fail(str(exc)) from None
-    paths = write_outputs(results, out)
-    err.print(markdown(results), highlight=False)
-    err.print("wrote " + ", ".join(str(p) for p in paths))
+    report(results, out, write_outputs, markdown)
 
 
 @bench_app.command("ab")
@@ -151,6 +155,4 @@ def ab(
             results = anyio.run(lambda: evaluate(loaded, plan, progress=start))
         except RalphContextError as exc:
             raise fail(str(exc)) from None
-    paths = write_outputs(results, out)
-    err.print(markdown(results), highlight=False)
-    err.print("wrote " + ", ".join(str(p) for p in paths))
+    report(results, out, write_outputs, markdown)

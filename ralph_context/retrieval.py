@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import structlog
@@ -123,8 +124,7 @@ class Retriever:
         reason = self.semantic_unavailable()
         if reason is not None:
             raise ActorUnavailable(reason)
-        timeout = self.settings.embeddings.timeout_seconds
-        vector = (await self.embedding.call(EmbedRequest((text,)), timeout=timeout))[0]
+        vector = await self._embed_query(text)
         vector_hits, text_hits = await self.storage.hybrid_search(vector, text, limit, limit, where)
         return Candidates(
             semantic=[(item, similarity) for item, similarity, _ in vector_hits],
@@ -133,9 +133,8 @@ class Retriever:
         )
 
     async def _semantic(self, query: Query) -> RetrievalResult:
-        timeout = self.settings.embeddings.timeout_seconds
         started = time.perf_counter()
-        vector = (await self.embedding.call(EmbedRequest((query.text,)), timeout=timeout))[0]
+        vector = await self._embed_query(query.text)
         embedded = time.perf_counter()
         vector_hits, text_hits = await self.storage.hybrid_search(
             vector,
@@ -165,8 +164,8 @@ class Retriever:
         hits = await self.storage.text_search(
             query.text, query.max_items * CANDIDATE_FACTOR, query.where
         )
-        best = max((score for _, score, _ in hits), default=0.0) or 1.0
-        pool = [Candidate(item, score / best, vector) for item, score, vector in hits]
+        lexical = _normalised_bm25(hits)
+        pool = [Candidate(item, lexical[item.id], vector) for item, _, vector in hits]
         ranking = await self._rank(pool, query, match="lexical")
         return await self._result(
             query,
@@ -243,6 +242,11 @@ class Retriever:
             degraded_reason=reason,
         )
 
+    async def _embed_query(self, text: str) -> Vectors:
+        timeout = self.settings.embeddings.timeout_seconds
+        matrix = await self.embedding.call(EmbedRequest((text,)), timeout=timeout)
+        return cast(Vectors, matrix[0])
+
     def _note_access(self, ids: list[str]) -> None:
         if ids and not self.storage.record_access(ids):
             log.warning("access_not_recorded", reason="storage actor not taking requests")
@@ -257,8 +261,7 @@ def _pool(
     Full-text hits stored without a vector cannot be compared and are left out here; the text
     rung still finds them.
     """
-    best = max((score for _, score, _ in text_hits), default=0.0) or 1.0
-    lexical = {item.id: score / best for item, score, _ in text_hits}
+    lexical = _normalised_bm25(text_hits)
     pool: dict[str, Candidate] = {
         item.id: Candidate(item, similarity, vector, lexical.get(item.id, 0.0))
         for item, similarity, vector in vector_hits
@@ -268,3 +271,9 @@ def _pool(
         if item.id not in pool and vector is not None:
             pool[item.id] = Candidate(item, float(vector @ probe), vector, lexical[item.id])
     return list(pool.values())
+
+
+def _normalised_bm25(hits: list[TextHit]) -> dict[str, float]:
+    """Each hit's BM25 score over the best hit's (1.0 for the best), by item id."""
+    best = max((score for _, score, _ in hits), default=0.0) or 1.0
+    return {item.id: score / best for item, score, _ in hits}

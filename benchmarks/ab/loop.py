@@ -29,8 +29,10 @@ from ralph_orchestrator.context import ContextManager
 from benchmarks.ab.agents import Agent
 from benchmarks.ab.environment import Outcome, TaskEnvironment
 from benchmarks.ab.suite import Source, Task
+from benchmarks.settings import store_settings
 from ralph_context import ContextType, Engine, NewItem, Settings
-from ralph_context.embeddings.local import LocalEmbedder
+from ralph_context.config import EmbeddingsSettings
+from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.injection import CONTEXT_HEADING
 from ralph_context.scoring import estimate_tokens
 from ralph_context_ralph import attach
@@ -80,14 +82,6 @@ class _Adapter:
         return ToolResponse(success=True, output=output)
 
 
-def settings_for(store: Path) -> Settings:
-    return Settings.load(None).with_overrides(
-        storage={"backend": "lancedb", "persistence": "project", "path": str(store)},
-        retrieval={"max_context_tokens": CONTEXT_TOKENS},
-        skillbook={"enabled": False},
-    )
-
-
 async def run_episode(
     task: Task,
     variant: str,
@@ -115,10 +109,14 @@ async def run_episode(
     )
     handle = None
     if variant == MCP:
-        settings = settings_for(workdir / "store")
-        loader = (lambda _: model) if model is not None else None
+        settings = store_settings(
+            workdir / "store",
+            retrieval={"max_context_tokens": CONTEXT_TOKENS},
+            skillbook={"enabled": False},
+        )
+        loader = load_embedder if model is None else (lambda _: model)
         await _store_prior_session(task, settings, loader)
-        engine = Engine(settings, model_loader=loader) if loader else Engine(settings)
+        engine = Engine(settings, model_loader=loader)
         handle = attach(host, engine, task=task.id, cache_dir=workdir / "cache")
     try:
         await _loop(env, host, adapter, episode, max_iterations, measure=handle is not None)
@@ -180,7 +178,7 @@ def _count_recoveries(env: TaskEnvironment, episode: Episode) -> None:
 
 
 async def _store_prior_session(
-    task: Task, settings: Settings, loader: Callable[[Any], LocalEmbedder] | None
+    task: Task, settings: Settings, loader: Callable[[EmbeddingsSettings], LocalEmbedder]
 ) -> None:
     """What an earlier session of this project left in memory: the facts it learned, and the
     similar-sounding wrong values it came across next to them (their distractors)."""
@@ -189,8 +187,7 @@ async def _store_prior_session(
     notes += [d.text for d in task.distractors if d.fact in learned]
     if not notes:
         return
-    engine = Engine(settings, model_loader=loader) if loader else Engine(settings)
-    async with engine:
+    async with Engine(settings, model_loader=loader) as engine:
         await engine.store_many(
             [
                 NewItem(text, ContextType.ITERATION, source="earlier session", iteration=0)

@@ -151,6 +151,7 @@ def summarize(suite: Suite, plan: Plan, episodes: Sequence[Episode]) -> dict[str
     return {
         "suite": suite.name,
         "plan": asdict(plan) | {"api_key": None},
+        "runs_per_task": plan.runs(),
         "context_token_budget": CONTEXT_TOKENS,
         "kinds": kinds,
         "latency_ms": {
@@ -203,8 +204,8 @@ def _variant(episodes: Sequence[Episode]) -> dict[str, Any]:
 def markdown(results: dict[str, Any]) -> str:
     plan = results["plan"]
     lines = [
-        f"A/B on suite `{results['suite']}`: {plan['runs_per_task'] if not plan['quick'] else 2}"
-        f" runs per task, agent `{plan['agent']}`, seed {plan['seed']}, memory budget "
+        f"A/B on suite `{results['suite']}`: {results['runs_per_task']} runs per task, agent "
+        f"`{plan['agent']}`, seed {plan['seed']}, memory budget "
         f"{results['context_token_budget']} tokens.",
         "",
         "| kind | complexity | baseline iterations (95% CI) | mcp_enabled iterations (95% CI) "

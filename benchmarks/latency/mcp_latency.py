@@ -36,8 +36,8 @@ from benchmarks.latency.run import (
     load_corpus,
     load_store,
     percentile,
-    settings_for,
 )
+from benchmarks.settings import store_settings
 from ralph_context import Engine, Settings
 from ralph_context.embeddings.local import load_embedder
 
@@ -130,7 +130,7 @@ async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="ralph-mcp-bench-") as tmp:
         for size in args.sizes:
             store = Path(tmp) / f"s{size}"
-            async with Engine(settings_for(store), model_loader=lambda _s: embedder) as engine:
+            async with Engine(store_settings(store), model_loader=lambda _s: embedder) as engine:
                 await load_store(engine, corpus, bases, size, rng)
                 await engine.maintain()
             config = write_config(store)

@@ -33,7 +33,11 @@ import numpy as np
 
 from benchmarks.retrieval.locomo import CATEGORIES, Conversation, load_conversations
 from benchmarks.retrieval.recall import Recall, evidence_recall, summarize
+from benchmarks.settings import store_settings
 from ralph_context import ContextItem, ContextType, Engine, NewItem, Settings
+from ralph_context.config import EmbeddingsSettings
+from ralph_context.embeddings.local import LocalEmbedder, load_embedder
+from ralph_context.engine import MAX_TOKENS
 from ralph_context.retrieval import CANDIDATE_FACTOR
 from ralph_context.scoring import Candidate, match_strength
 
@@ -43,24 +47,12 @@ MODES = ("vector", "text", "hybrid", "full")
 KS = (5, 10, 25, 50)
 # LoCoMo paper, Table 3: DRAGON retriever over dialog turns, overall recall, all 10 conversations.
 DRAGON = {"5": 0.567, "10": 0.662, "25": 0.767, "50": 0.827}
-# Engine.search with no score floor and no budget: recall measures the ranking, not the cut.
-UNLIMITED_TOKENS = 1_000_000
 
 Tick = Callable[[], None]
 
 
 def strength(candidate: Candidate, share: float) -> float:
     return match_strength(candidate.similarity, candidate.lexical, share)
-
-
-def settings_for(store: Path) -> Settings:
-    """A project store at ``store``; no automatic lifecycle (turns stay whole, as the paper
-    retrieves them) and no skillbook."""
-    return Settings.load(None).with_overrides(
-        storage={"backend": "lancedb", "persistence": "project", "path": str(store)},
-        lifecycle={"auto_run": False},
-        skillbook={"enabled": False},
-    )
 
 
 @dataclass
@@ -72,11 +64,17 @@ class ConversationRun:
 
 
 async def run_conversation(
-    conversation: Conversation, store: Path, *, questions: int | None, tick: Tick
+    conversation: Conversation,
+    store: Path,
+    *,
+    model: LocalEmbedder,
+    questions: int | None,
+    tick: Tick,
 ) -> ConversationRun:
     """Ingest one conversation, reopen the store (the engine's clock is then the last
     session, as for a loop resuming), and ask its questions in every mode."""
-    settings = settings_for(store)
+    # No automatic lifecycle: turns stay whole, as the paper retrieves them.
+    settings = store_settings(store, lifecycle={"auto_run": False}, skillbook={"enabled": False})
     entries = [
         NewItem(
             turn.text,
@@ -87,14 +85,18 @@ async def run_conversation(
         )
         for turn in conversation.turns
     ]
-    async with Engine(settings) as engine:
+
+    def loader(_: EmbeddingsSettings) -> LocalEmbedder:
+        return model
+
+    async with Engine(settings, model_loader=loader) as engine:
         started = time.perf_counter()
         await engine.store_many(entries)
         await engine.maintain()
         run = ConversationRun(len(entries), time.perf_counter() - started)
     deepest = max(KS) * CANDIDATE_FACTOR
     share = settings.scoring.lexical_share
-    async with Engine(settings) as engine:
+    async with Engine(settings, model_loader=loader) as engine:
         for question in conversation.questions[:questions]:
             started = time.perf_counter()
             found = await engine.candidates(question.text, limit=deepest)
@@ -110,8 +112,9 @@ async def run_conversation(
                     )
             for k in KS:
                 started = time.perf_counter()
+                # No score floor and the largest budget: recall measures the ranking.
                 result = await engine.search(
-                    question.text, max_items=k, min_score=0.0, max_tokens=UNLIMITED_TOKENS
+                    question.text, max_items=k, min_score=0.0, max_tokens=MAX_TOKENS
                 )
                 run.latencies_ms["full"].append((time.perf_counter() - started) * 1000)
                 ranking = [r.item for r in result.items]
@@ -140,6 +143,7 @@ async def evaluate(
     """Run the benchmark; ``conversations``/``questions`` cap the work (per file / per
     conversation) for quick runs. ``progress(total)`` returns a per-question tick."""
     loaded = load_conversations(data)[:conversations]
+    model = load_embedder(Settings.load(None).embeddings)  # once, not per store opened
     total = sum(len(c.questions[:questions]) for c in loaded)
     tick = progress(total) if progress is not None else (lambda: None)
     runs: list[ConversationRun] = []
@@ -147,7 +151,11 @@ async def evaluate(
         for index, conversation in enumerate(loaded):
             runs.append(
                 await run_conversation(
-                    conversation, Path(tmp) / f"c{index}", questions=questions, tick=tick
+                    conversation,
+                    Path(tmp) / f"c{index}",
+                    model=model,
+                    questions=questions,
+                    tick=tick,
                 )
             )
     items = sum(r.items for r in runs)

@@ -1,0 +1,49 @@
+"""``ralph-context bench`` as a user runs it: a real process writing real files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_cli import cli
+
+HERE = Path(__file__).parent
+
+
+@pytest.mark.model
+def test_bench_retrieval_writes_its_files(tmp_path: Path) -> None:
+    done = cli(
+        "bench", "retrieval", "--data", str(HERE / "tiny_locomo.json"), "--out", str(tmp_path)
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "recall.png",
+        "results.json",
+        "results.md",
+    ]
+    assert json.loads((tmp_path / "results.json").read_text())["questions"] == 5
+    assert "| DRAGON (paper, 10 conv.) |" in done.stderr
+
+
+@pytest.mark.model
+def test_bench_ab_runs_a_suite_and_writes_its_files(tmp_path: Path) -> None:
+    suite = str(HERE / "ab_suite.yaml")
+    done = cli("bench", "ab", "--suite", suite, "--runs-per-task", "1", "--out", str(tmp_path))
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results["kinds"]) == {"bug_fix", "simple_file_creation"}
+    assert results["runs_per_task"] == 1
+    assert (tmp_path / "iterations.png").is_file() and (tmp_path / "latency.png").is_file()
+    assert "| bug_fix | medium |" in done.stderr
+
+
+def test_bench_errors_are_one_clear_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((HERE / "ab_suite.yaml").read_text().replace("kind: bug_fix", "kind: docs"))
+    done = cli("bench", "ab", "--suite", str(bad), check=False)
+    assert done.returncode == 2
+    assert "tasks[0] (admin-api).kind: Input should be" in done.stderr
+    missing = cli("bench", "retrieval", "--data", str(tmp_path / "none.json"), check=False)
+    assert missing.returncode == 2 and "no such file (pass --data" in missing.stderr
+    openai = cli("bench", "ab", "--agent", "openai", check=False)
+    assert openai.returncode == 2 and "needs --base-url and --model" in openai.stderr
