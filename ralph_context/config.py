@@ -197,6 +197,27 @@ class ScoringSettings(_Section):
         return self
 
 
+class PromptLearningSettings(_Section):
+    """The prompt-learning tool pack: prompts, their outcomes, and sessions."""
+
+    enabled: bool = True
+    # Weight of a new observation in the moving averages (the spec's 30% new, 70% history).
+    ema_alpha: float = Field(default=0.3, gt=0.0, le=1.0, allow_inf_nan=False)
+
+
+class ProjectMemorySettings(_Section):
+    """The project tool pack: projects, cycles, learnings and decisions."""
+
+    enabled: bool = True
+
+
+class PacksSettings(_Section):
+    """Tool packs served next to the context tools, each switchable and on by default."""
+
+    prompt_learning: PromptLearningSettings = PromptLearningSettings()
+    project: ProjectMemorySettings = ProjectMemorySettings()
+
+
 # Names of the MCP server's built-in prompts: a custom prompt may not shadow one.
 SEARCH_PROMPT = "Search"
 RESERVED_PROMPT_NAMES = frozenset({SEARCH_PROMPT})
@@ -348,6 +369,7 @@ class Settings(BaseSettings):
     lifecycle: LifecycleSettings = LifecycleSettings()
     skillbook: SkillbookSettings = SkillbookSettings()
     scoring: ScoringSettings = ScoringSettings()
+    packs: PacksSettings = PacksSettings()
     prompts: tuple[PromptSpec, ...] = ()
 
     _root: Path = PrivateAttr(default_factory=Path.cwd)
@@ -361,6 +383,7 @@ class Settings(BaseSettings):
         "lifecycle",
         "skillbook",
         "scoring",
+        "packs",
     )
 
     @field_validator("prompts")

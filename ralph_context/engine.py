@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TypeVar
 
 import numpy as np
 import structlog
@@ -53,6 +54,7 @@ from ralph_context.runtime import HealthSnapshot, Supervisor
 from ralph_context.skillbook_sync import SkillbookSync
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import StoreStats
+from ralph_context.storage.pack_space import PackSpace
 from ralph_context.validation import (
     check_content,
     check_context_type,
@@ -68,6 +70,8 @@ from ralph_context.validation import (
 __all__ = ["Engine", "EngineHealth", "NewItem"]
 
 log = structlog.get_logger("ralph_context.engine")
+
+T = TypeVar("T")
 
 MAX_QUERY_CHARS = 500
 MAX_ITEMS = 50
@@ -533,6 +537,28 @@ class Engine:
         return await self._require_retriever().candidates(text, count, where)
 
     # --- inspection -------------------------------------------------------------------------
+
+    # --- tool packs -------------------------------------------------------------------------
+
+    async def in_packs(self, function: Callable[[PackSpace], T]) -> T:
+        """Run a tool pack's blocking table function inside the storage actor (the store's
+        single writer), so pack writes are serialised with every other write.
+
+        Raises:
+            ActorUnavailable: The storage actor is down or slower than the timeout.
+            StoreError: The function failed for a reason other than our typed errors.
+        """
+        return await self._require_storage().in_packs(function)
+
+    async def embed(self, texts: Sequence[str]) -> list[Vectors | None]:
+        """One vector per text with the engine's model; ``None`` where the model is
+        unavailable (callers fall back to full-text search, as retrieval does)."""
+        return await self._embed_documents(list(texts))
+
+    @property
+    def semantic_unavailable(self) -> str | None:
+        """Why vectors cannot be made or searched now, or ``None`` when they can."""
+        return self._semantic_unavailable()
 
     async def stats(self) -> StoreStats:
         """What is stored: counts by type and state, size, versions, index and model.

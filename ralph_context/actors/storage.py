@@ -25,6 +25,7 @@ from ralph_context.runtime import Actor, Envelope, PermanentFailure
 from ralph_context.storage.archive import ArchivedItem
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import AgeRow, LanceStore, MaintenanceReport, StoreStats
+from ralph_context.storage.pack_space import PackSpace
 
 __all__ = [
     "AddItems",
@@ -33,6 +34,7 @@ __all__ = [
     "DeleteItems",
     "GetItems",
     "HybridSearch",
+    "InPacks",
     "LatestIteration",
     "ListItems",
     "Maintain",
@@ -202,6 +204,13 @@ class SizeBytes:
     pass
 
 
+@dataclass(frozen=True)
+class InPacks:
+    """Run a tool pack's blocking function on its tables (see ``storage/pack_space.py``)."""
+
+    function: Callable[[PackSpace], object]
+
+
 StorageRequest = (
     AddItems
     | GetItems
@@ -228,6 +237,7 @@ StorageRequest = (
     | MissingVectors
     | SetVectors
     | SizeBytes
+    | InPacks
 )
 
 
@@ -369,6 +379,8 @@ class StorageActor(Actor[StorageRequest, object]):
             case Prune(hot, archived):
                 self._writes += 2
                 return await self._run(self.store.prune, list(hot), list(archived))
+            case InPacks(function):
+                return await self._in_packs(function)
             case AddItems(pairs):
                 await self._run(self.store.add_items, pairs)
                 self._writes += 1
@@ -502,6 +514,9 @@ class StorageActor(Actor[StorageRequest, object]):
     async def size_bytes(self) -> int:
         return cast(int, await self.call(SizeBytes(), timeout=self.timeout))
 
+    async def in_packs(self, function: Callable[[PackSpace], T]) -> T:
+        return cast(T, await self.call(InPacks(function), timeout=self.timeout))
+
     # --- internals -------------------------------------------------------------------------
 
     async def _hybrid(
@@ -555,6 +570,20 @@ class StorageActor(Actor[StorageRequest, object]):
         log.warning("vector_index_repaired", rebuilt=rebuilt)
         self.vector_fault = None
         return True
+
+    async def _in_packs(self, function: Callable[[PackSpace], object]) -> object:
+        """A pack's function, with its bugs contained: anything but our own typed errors is
+        refused as a ``StoreError`` instead of restarting the actor every context tool
+        depends on."""
+        try:
+            return await self._run(function, self.store.packs)
+        except RalphContextError:
+            raise
+        except Exception as exc:
+            log.error("pack_request_failed", error=f"{type(exc).__name__}: {exc}")
+            raise StoreError(
+                f"the store refused the request ({type(exc).__name__}: {exc})"
+            ) from exc
 
     async def _run(self, function: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(function, *args)

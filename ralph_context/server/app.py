@@ -122,6 +122,7 @@ def build_server(holder: EngineHolder) -> ContextServer:
         ConfigError: A custom prompt's definition is invalid. Checked here, before any
             engine starts, so a typo costs no model load.
     """
+    from ralph_context.packs import register_packs
     from ralph_context.server.prompts import register_prompts
     from ralph_context.server.resources import register_resources
     from ralph_context.server.tools import register_tools
@@ -132,6 +133,7 @@ def build_server(holder: EngineHolder) -> ContextServer:
         "ralph-context", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
     register_tools(server, holder)
+    register_packs(server, holder)
     register_resources(server, holder)
     register_prompts(server, holder)
     return server

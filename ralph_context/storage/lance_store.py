@@ -36,6 +36,7 @@ from ralph_context.models import ContextItem, ContextState, ContextType, Iterati
 from ralph_context.storage.archive import ArchivedItem, ArchiveStore
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile
+from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.schema import (
     ITEMS,
     ITERATIONS,
@@ -150,6 +151,7 @@ class LanceStore:
         )
         self.usage = UsageLedger(self._db.create_table(USAGE, schema=usage_schema(), exist_ok=True))
         self.archive = ArchiveStore(location, self.dimension, options=STORAGE_OPTIONS)
+        self.packs = PackSpace(self._db, self.dimension)
         self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
         # Written only now that the table agreed with the model: a refused open changes nothing.
         if self.model_id is not None and (recorded is None or recorded.model_id is None):

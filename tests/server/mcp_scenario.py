@@ -10,6 +10,25 @@ import pytest
 from mcp.types import TextContent
 
 TYPES = ("task", "iteration", "skill", "file", "output", "error")
+CONTEXT_TOOLS = {
+    "get_relevant_context",
+    "get_iteration_history",
+    "get_skills",
+    "store_context",
+    "mark_useful",
+    "store_iteration_result",
+    "summarize_old_context",
+    "prune_low_value_context",
+    "get_context_stats",
+    "health_check",
+}
+PROMPT_LEARNING_TOOLS = {
+    "retrieve_prompts",
+    "record_feedback",
+    "suggest_improvements",
+    "get_analytics",
+    "get_prompt_session",
+}
 
 
 def text_of(result: Any) -> str:
@@ -35,18 +54,7 @@ async def error_of(client: mcp.Client, tool: str, **arguments: Any) -> str:
 async def exercise(client: mcp.Client) -> None:
     """Every tool, resource and prompt, with their error paths."""
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == {
-        "get_relevant_context",
-        "get_iteration_history",
-        "get_skills",
-        "store_context",
-        "mark_useful",
-        "store_iteration_result",
-        "summarize_old_context",
-        "prune_low_value_context",
-        "get_context_stats",
-        "health_check",
-    }
+    assert CONTEXT_TOOLS | PROMPT_LEARNING_TOOLS <= set(tools)
     for tool in tools.values():
         assert tool.output_schema is not None, tool.name
         assert tool.annotations is not None, tool.name
@@ -180,6 +188,18 @@ async def exercise(client: mcp.Client) -> None:
         await client.get_prompt("Nope", {})
     with pytest.raises(mcp.MCPError, match="query"):
         await client.get_prompt("Search", {})
+
+    # --- tool packs: same store, same process -------------------------------------------
+    recorded = await call(
+        client,
+        "record_feedback",
+        prompt_id="new",
+        prompt_text="Summarize the failing test output in three bullet points.",
+        outcome={"success": True, "quality_score": 0.9},
+    )
+    found = await call(client, "retrieve_prompts", query="summarize test failures")
+    assert [r["prompt_id"] for r in found["results"]] == [recorded["prompt_id"]]
+    assert (await call(client, "get_context_stats"))["items"] == 3  # packs keep their own tables
 
 
 def _text(result: Any) -> str:

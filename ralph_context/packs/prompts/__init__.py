@@ -1,0 +1,1 @@
+"""Prompt learning: which prompts worked, how well, and what the better ones do differently."""
