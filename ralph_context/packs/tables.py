@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree, LabelList
 
+from ralph_context.errors import ModelMismatch
 from ralph_context.storage.filters import sql_string
 from ralph_context.storage.pack_space import PackSpace
 
@@ -74,6 +75,7 @@ class PackTable:
     ) -> None:
         self.name = name
         self.table = space.db.create_table(name, schema=schema, exist_ok=True)
+        _check_vector_width(self.table.schema, schema, name)
         built = {tuple(index.columns) for index in self.table.list_indices()}
         for column, config in (("id", BTree()), *indexes):
             if (column,) not in built:
@@ -132,6 +134,18 @@ class PackTable:
         self._writes += 1
         if self._writes % _OPTIMIZE_EVERY == 0:
             self.table.optimize()
+
+
+def _check_vector_width(stored: pa.Schema, wanted: pa.Schema, name: str) -> None:
+    """A pack table made with another model's vectors is refused like the item table is."""
+    if "vector" not in wanted.names or "vector" not in stored.names:
+        return
+    have, want = stored.field("vector").type.list_size, wanted.field("vector").type.list_size
+    if have != want:
+        raise ModelMismatch(
+            f"table {name!r} holds {have}-d vectors but the model makes {want}-d ones; "
+            "move the table aside (its prompts/learnings keep their text) or use the old model"
+        )
 
 
 def equals(column: str, value: str | int | bool) -> str:

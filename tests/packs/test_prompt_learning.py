@@ -411,3 +411,13 @@ async def test_without_the_model_retrieval_falls_back_to_full_text(
     assert found["tier"] == "text"
     assert "embedding model unavailable" in found["degraded_reason"]
     assert [r["prompt_id"] for r in found["results"]] == [stored]
+
+
+async def test_a_pack_switched_off_registers_no_tools(make_settings: SettingsFactory) -> None:
+    settings = make_settings(packs={"prompt_learning": {"enabled": False}})
+    server = build_server(EngineHolder(settings))
+    with anyio.fail_after(30):
+        async with mcp.Client(server) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+    assert not names & PACK_TOOLS
+    assert "get_relevant_context" in names
