@@ -25,6 +25,7 @@ from ralph_context._logging import configure_logging
 from ralph_context.cli_bench import bench_app
 from ralph_context.cli_output import err
 from ralph_context.cli_output import fail as _fail
+from ralph_context.cli_studio import studio_app
 from ralph_context.config import Settings, default_file
 from ralph_context.engine import Engine, EngineHealth
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
@@ -44,6 +45,7 @@ app = typer.Typer(
 model_app = typer.Typer(help="Manage the local embedding model.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
 app.add_typer(bench_app, name="bench")
+app.add_typer(studio_app, name="studio")
 
 out = Console()
 

@@ -91,7 +91,10 @@ class PackTable:
         if rows:
             data = pa.Table.from_pylist(list(rows), schema=self.table.schema)
             builder = self.table.merge_insert("id")
-            builder.when_matched_update_all().when_not_matched_insert_all().execute(data)
+            builder = builder.when_matched_update_all().when_not_matched_insert_all()
+            # A row written while the model was down has a null vector, which merge_insert
+            # refuses by default (add does not).
+            builder.execute(data, on_bad_vectors="null")
             self._wrote()
 
     def add(self, rows: Sequence[dict[str, Any]]) -> None:

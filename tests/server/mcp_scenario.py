@@ -29,6 +29,16 @@ PROMPT_LEARNING_TOOLS = {
     "get_analytics",
     "get_prompt_session",
 }
+PROJECT_TOOLS = {
+    "query_learnings",
+    "get_learning",
+    "list_tags",
+    "get_project_context",
+    "capture_learning",
+    "capture_decision",
+    "get_cycle_intent",
+    "update_project_state",
+}
 
 
 def text_of(result: Any) -> str:
@@ -54,7 +64,7 @@ async def error_of(client: mcp.Client, tool: str, **arguments: Any) -> str:
 async def exercise(client: mcp.Client) -> None:
     """Every tool, resource and prompt, with their error paths."""
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert CONTEXT_TOOLS | PROMPT_LEARNING_TOOLS <= set(tools)
+    assert set(tools) == CONTEXT_TOOLS | PROMPT_LEARNING_TOOLS | PROJECT_TOOLS
     for tool in tools.values():
         assert tool.output_schema is not None, tool.name
         assert tool.annotations is not None, tool.name
@@ -199,6 +209,16 @@ async def exercise(client: mcp.Client) -> None:
     )
     found = await call(client, "retrieve_prompts", query="summarize test failures")
     assert [r["prompt_id"] for r in found["results"]] == [recorded["prompt_id"]]
+    captured = await call(
+        client,
+        "capture_learning",
+        title="Migrations before the API",
+        problem="The API crashed: no such table users.",
+        solution="Run the database migrations before starting the server.",
+        tags=["db"],
+    )
+    learned = await call(client, "query_learnings", search="server crashes on a missing table")
+    assert [entry["id"] for entry in learned["learnings"]][:1] == [captured["id"]]
     assert (await call(client, "get_context_stats"))["items"] == 3  # packs keep their own tables
 
 
