@@ -36,6 +36,12 @@ INSTRUCTIONS = (
     "too). Store lessons with store_context (type skill) and say which retrieved items "
     "helped with mark_useful: feedback changes future rankings."
 )
+PACK_INSTRUCTIONS = {
+    "prompt_learning": " Prompts: retrieve_prompts finds ones that worked; after running one, "
+    "record_feedback with its outcome.",
+    "project": " Projects: get_project_context at the start of a session; capture_learning and "
+    "capture_decision when you learn or decide something worth keeping.",
+}
 
 
 @dataclass
@@ -129,8 +135,13 @@ def build_server(holder: EngineHolder) -> ContextServer:
 
     ensure_logging()
 
+    packs = holder.settings.packs
+    enabled = {"prompt_learning": packs.prompt_learning.enabled, "project": packs.project.enabled}
+    instructions = INSTRUCTIONS + "".join(
+        text for name, text in PACK_INSTRUCTIONS.items() if enabled[name]
+    )
     server = ContextServer(
-        "ralph-context", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+        "ralph-context", instructions=instructions, version=__version__, log_level="WARNING"
     )
     register_tools(server, holder)
     register_packs(server, holder)
