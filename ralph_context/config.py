@@ -41,6 +41,9 @@ __all__ = [
     "RESERVED_PROMPT_NAMES",
     "SEARCH_PROMPT",
     "EmbeddingsSettings",
+    "InferenceServerSettings",
+    "InferenceSettings",
+    "InferenceTimeouts",
     "LifecycleSettings",
     "PromptArgumentSpec",
     "PromptSpec",
@@ -211,11 +214,161 @@ class ProjectMemorySettings(_Section):
     enabled: bool = True
 
 
+class EvaluationSettings(_Section):
+    """The evaluation tool pack (prompt-prix): drift, variants, trajectories, and the
+    language model tools when ``inference`` has a server."""
+
+    enabled: bool = True
+
+
 class PacksSettings(_Section):
     """Tool packs served next to the context tools, each switchable and on by default."""
 
     prompt_learning: PromptLearningSettings = PromptLearningSettings()
     project: ProjectMemorySettings = ProjectMemorySettings()
+    evaluation: EvaluationSettings = EvaluationSettings()
+
+
+ProviderKind = Literal["lmstudio", "ollama", "together", "huggingface", "openai"]
+
+# Environment variables that register servers without any file (see InferenceSettings).
+LMSTUDIO_SERVERS_ENV = "LMSTUDIO_SERVERS"
+TOGETHER_KEY_ENV = "TOGETHER_API_KEY"
+HF_TOKEN_ENV = "HF_TOKEN"
+_HTTP_URL = re.compile(r"https?://[^\s/?#]+[^\s]*")
+
+
+class InferenceServerSettings(_Section):
+    """One OpenAI-compatible language model server (an item of ``inference.servers``).
+
+    Keys:
+        kind: ``lmstudio``, ``ollama``, ``together``, ``huggingface`` or ``openai`` (any other
+            OpenAI-compatible server: vLLM, llama.cpp, OpenRouter, OpenAI itself).
+        base_url: Where its API lives. Optional for every kind but ``openai``: LM Studio
+            defaults to ``http://localhost:1234``, Ollama to ``http://localhost:11434`` (both
+            with or without ``/v1``), Together to ``https://api.together.xyz/v1``, Hugging Face
+            to ``https://router.huggingface.co/v1``. For ``openai`` give the root that holds
+            ``/models`` and ``/chat/completions``, e.g. ``https://openrouter.ai/api/v1``.
+        api_key_env: Name of the environment variable holding its API key (sent as a bearer
+            token). Together and Hugging Face default to ``TOGETHER_API_KEY`` / ``HF_TOKEN``;
+            the others send no key unless one is named, so a key is never sent to a server
+            it was not meant for. The key itself never goes in the file.
+        max_concurrency: Requests sent to this server at once; more wait their turn (local
+            servers answer one or a few at a time, hosted ones rate-limit).
+        name: Label in listings and errors; defaults to ``kind@host:port``.
+    """
+
+    kind: ProviderKind
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_concurrency: int = Field(default=4, ge=1, le=256)
+    name: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        if url is not None and not _HTTP_URL.fullmatch(url):
+            raise ValueError("base_url must be an http:// or https:// URL")
+        return url
+
+    @model_validator(mode="after")
+    def _openai_needs_url(self) -> InferenceServerSettings:
+        if self.kind == "openai" and self.base_url is None:
+            raise ValueError("a server of kind 'openai' needs a base_url")
+        return self
+
+
+class InferenceTimeouts(_Section):
+    """Seconds each language model tool may take, retries included (the spec's contract)."""
+
+    list_models: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    complete: float = Field(default=300.0, gt=0, allow_inf_nan=False)
+    react_step: float = Field(default=300.0, gt=0, allow_inf_nan=False)
+    judge: float = Field(default=60.0, gt=0, allow_inf_nan=False)
+    generate_variants: float = Field(default=60.0, gt=0, allow_inf_nan=False)
+    embedding: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+
+
+class InferenceSettings(_Section):
+    """Language model servers for summaries and prompt suggestions (all optional).
+
+    With no server configured and none registered from the environment, the inference actor
+    is ``down`` and the engine keeps its extractive fallbacks.
+
+    Keys:
+        servers: The servers to use, in priority order (see :class:`InferenceServerSettings`).
+            A model id is routed to a server whose ``/models`` lists it.
+        register_from_env: Also register servers from the environment, after the configured
+            ones: ``LMSTUDIO_SERVERS`` (comma-separated URLs) adds LM Studio servers,
+            ``TOGETHER_API_KEY`` adds Together, ``HF_TOKEN`` adds the Hugging Face router.
+            A kind or URL already in ``servers`` is not added twice.
+        retries: Extra attempts after a 429, a 5xx or a failed connection.
+        backoff_initial_seconds: First wait between attempts (doubles, with jitter); a
+            ``Retry-After`` header is honoured up to ``backoff_max_seconds``.
+        backoff_max_seconds: Cap on one wait between attempts.
+        connect_timeout_seconds: How long one connection attempt may take.
+        timeouts: Per-tool deadlines (:class:`InferenceTimeouts`): ``list_models`` 30 s,
+            ``complete`` and ``react_step`` 300 s, ``judge`` and ``generate_variants`` 60 s,
+            ``embedding`` 10 s.
+    """
+
+    servers: tuple[InferenceServerSettings, ...] = ()
+    register_from_env: bool = True
+    retries: int = Field(default=3, ge=0, le=10)
+    backoff_initial_seconds: float = Field(default=0.5, gt=0, le=60, allow_inf_nan=False)
+    backoff_max_seconds: float = Field(default=8.0, gt=0, le=300, allow_inf_nan=False)
+    connect_timeout_seconds: float = Field(default=10.0, gt=0, le=300, allow_inf_nan=False)
+    timeouts: InferenceTimeouts = InferenceTimeouts()
+
+    @field_validator("servers")
+    @classmethod
+    def _unique_names(
+        cls, servers: tuple[InferenceServerSettings, ...]
+    ) -> tuple[InferenceServerSettings, ...]:
+        names = [server.name for server in servers if server.name is not None]
+        for name in names:
+            if names.count(name) > 1:
+                raise _definition_error(f"server name {name!r} is used twice; names label errors")
+        return servers
+
+    def resolved_servers(
+        self, environ: Mapping[str, str] | None = None
+    ) -> tuple[InferenceServerSettings, ...]:
+        """The configured servers, then those the environment registers.
+
+        Args:
+            environ: Where to look for the variables; ``None`` means ``os.environ``.
+
+        Raises:
+            ConfigError: ``LMSTUDIO_SERVERS`` holds something that is not an http(s) URL.
+        """
+        servers = list(self.servers)
+        if not self.register_from_env:
+            return tuple(servers)
+        env = os.environ if environ is None else environ
+        kinds = {server.kind for server in servers}
+        urls = {_bare_url(server.base_url) for server in servers if server.base_url}
+        for listed in env.get(LMSTUDIO_SERVERS_ENV, "").split(","):
+            url = listed.strip()
+            if not url or _bare_url(url) in urls:
+                continue
+            if not _HTTP_URL.fullmatch(url):
+                raise ConfigError(
+                    f"{LMSTUDIO_SERVERS_ENV} holds {url!r}, which is not an http(s) URL "
+                    "(expected comma-separated URLs such as http://localhost:1234)"
+                )
+            urls.add(_bare_url(url))
+            servers.append(InferenceServerSettings(kind="lmstudio", base_url=url))
+        if env.get(TOGETHER_KEY_ENV) and "together" not in kinds:
+            servers.append(InferenceServerSettings(kind="together"))
+        if env.get(HF_TOKEN_ENV) and "huggingface" not in kinds:
+            servers.append(InferenceServerSettings(kind="huggingface"))
+        return tuple(servers)
+
+
+def _bare_url(url: str) -> str:
+    """A URL without a trailing ``/`` or ``/v1``, to spot a server listed twice."""
+    return url.rstrip("/").removesuffix("/v1")
 
 
 # Names of the MCP server's built-in prompts: a custom prompt may not shadow one.
@@ -370,6 +523,7 @@ class Settings(BaseSettings):
     skillbook: SkillbookSettings = SkillbookSettings()
     scoring: ScoringSettings = ScoringSettings()
     packs: PacksSettings = PacksSettings()
+    inference: InferenceSettings = InferenceSettings()
     prompts: tuple[PromptSpec, ...] = ()
 
     _root: Path = PrivateAttr(default_factory=Path.cwd)
@@ -384,6 +538,7 @@ class Settings(BaseSettings):
         "skillbook",
         "scoring",
         "packs",
+        "inference",
     )
 
     @field_validator("prompts")

@@ -21,6 +21,7 @@ import structlog
 
 from ralph_context._logging import ensure_logging
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
+from ralph_context.actors.inference import InferenceActor
 from ralph_context.actors.lifecycle import (
     LifecycleActor,
     LifecycleReport,
@@ -111,6 +112,9 @@ class EngineHealth:
     tier: Tier
     model_id: str | None
     store: str
+    # Optional actors left off by configuration (no language model set up): down, but the
+    # engine is not degraded by their absence.
+    not_configured: frozenset[str] = frozenset()
 
     @property
     def ok(self) -> bool:
@@ -144,6 +148,7 @@ class Engine:
         self._storage: StorageActor | None = None
         self._retriever: Retriever | None = None
         self._lifecycle: LifecycleActor | None = None
+        self._inference: InferenceActor | None = None
         self._skillbook: SkillbookSync | None = None
         self._iteration = 0
 
@@ -192,6 +197,10 @@ class Engine:
         )
         await supervisor.start(lifecycle)
         self._lifecycle = lifecycle
+        # Setup does no I/O: with no model configured it is down at once, never slowing start.
+        inference = InferenceActor(settings.inference)
+        await supervisor.start(inference, settle_within=settings.embeddings.timeout_seconds)
+        self._inference = inference
         self._retriever = Retriever(
             settings,
             embedding=embedding,
@@ -596,7 +605,26 @@ class Engine:
             tier = Tier.NONE
         location = "memory" if self.settings.is_ephemeral else str(self.settings.store_path())
         model = self._embedding.model_id if self._embedding is not None else None
-        return EngineHealth(actors=actors, tier=tier, model_id=model, store=location)
+        unused = frozenset(
+            ["inference"] if self._inference is not None and not self._inference.configured else []
+        )
+        return EngineHealth(
+            actors=actors, tier=tier, model_id=model, store=location, not_configured=unused
+        )
+
+    @property
+    def inference(self) -> InferenceActor:
+        """The language model actor: ``list_models()`` and ``complete(...)`` for the tools.
+
+        It is ``down`` when no model is configured; its calls then raise ``ActorUnavailable``
+        at once, saying how to configure one, and the engine keeps its extractive summaries.
+
+        Raises:
+            ActorUnavailable: The engine is not started.
+        """
+        if self._inference is None:
+            raise ActorUnavailable(_NOT_STARTED)
+        return self._inference
 
     @property
     def supervisor(self) -> Supervisor:

@@ -18,10 +18,16 @@ person understands with a single ``except RalphContextError``::
     │   └── ModelMismatch           the store was embedded with another model
     ├── ModelError                  the embedding model cannot be installed or loaded
     ├── ActorUnavailable            an actor is down, restarting, or did not answer in time
-    └── PromptFunctionError         a custom prompt's function raised or returned a non-string
+    ├── PromptFunctionError         a custom prompt's function raised or returned a non-string
+    └── InferenceError              a language model server could not give an answer
+        ├── ModelNotServed          no configured server lists that model id
+        ├── ServerUnreachable       no connection to the server could be made, after retries
+        ├── InferenceTimeout        no complete answer within the tool's timeout
+        └── InferenceServerError    the server answered with an error, or with nothing we can read
 
 Expected per-request failures (the ``InvalidInput`` family, ``ItemNotFound``) travel from an
-actor back to its caller as values; they never crash the actor that found them.
+actor back to its caller as values; they never crash the actor that found them. So does the
+``InferenceError`` family: a model server that is down or slow is a fact to report, not a bug.
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ __all__ = [
     "ConfigError",
     "ContentTooLarge",
     "EmptyContent",
+    "InferenceError",
+    "InferenceServerError",
+    "InferenceTimeout",
     "InvalidEncoding",
     "InvalidInput",
     "InvalidMetadata",
@@ -39,8 +48,10 @@ __all__ = [
     "ItemNotFound",
     "ModelError",
     "ModelMismatch",
+    "ModelNotServed",
     "PromptFunctionError",
     "RalphContextError",
+    "ServerUnreachable",
     "StoreError",
     "UnknownContextType",
 ]
@@ -116,3 +127,59 @@ class PromptFunctionError(RalphContextError):
     The call was valid; the user's code failed, so this is neither ``InvalidInput`` nor
     ``ConfigError`` (the definition loaded and imported fine).
     """
+
+
+class InferenceError(RalphContextError):
+    """A language model server could not give an answer; the message says which and why."""
+
+
+# Known models named in a ModelNotServed message at most: a hosted catalogue has hundreds.
+_MAX_SHOWN = 30
+
+
+class ModelNotServed(InferenceError):
+    """No configured server lists the model id; ``known`` holds the ids that are served.
+
+    Args:
+        model_id: The id that was asked for.
+        known: Every model id the reachable servers list, sorted.
+        unreachable: Servers that could not be asked (they might serve it).
+    """
+
+    def __init__(
+        self, model_id: str, known: tuple[str, ...], unreachable: tuple[str, ...] = ()
+    ) -> None:
+        self.model_id = model_id
+        self.known = known
+        self.unreachable = unreachable
+        shown = ", ".join(known[:_MAX_SHOWN]) or "none"
+        if len(known) > _MAX_SHOWN:
+            shown += f" and {len(known) - _MAX_SHOWN} more (see list_models)"
+        message = f"no configured server serves model {model_id!r}; known models: {shown}"
+        if unreachable:
+            message += f" (not asked, unreachable: {', '.join(unreachable)})"
+        super().__init__(message)
+
+
+class ServerUnreachable(InferenceError):
+    """No connection to the server could be made (refused, or no answer to connect) on any
+    attempt. A connection that breaks mid-answer is an ``InferenceServerError``."""
+
+
+class InferenceTimeout(InferenceError):
+    """The model gave no complete answer within the tool's timeout (retries included)."""
+
+
+class InferenceServerError(InferenceError):
+    """The server answered with an error status (after retries for 429/5xx), an error inside
+    the stream, or a reply that is not OpenAI-shaped; the connection broke on every attempt;
+    or its API key variable is not set.
+
+    Args:
+        message: What happened, naming the server.
+        status: The HTTP status, when the server sent one.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)

@@ -21,7 +21,13 @@ def free_port() -> int:
 
 
 def environment(config: Path) -> dict[str, str]:
-    return {**os.environ, "RALPH_CONTEXT_CONFIG": str(config)}
+    # A developer's own model server or token must not reach the server under test.
+    inherited = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("LMSTUDIO_SERVERS", "TOGETHER_API_KEY", "HF_TOKEN")
+    }
+    return {**inherited, "RALPH_CONTEXT_CONFIG": str(config)}
 
 
 def start_http_server(config: Path) -> tuple[subprocess.Popen[bytes], str]:

@@ -32,4 +32,9 @@ def register_packs(server: MCPServer, holder: EngineHolder) -> list[str]:
 
         register_project_memory(server, holder)
         registered.append("project")
+    if packs.evaluation.enabled:
+        from ralph_context.packs.evaluation.semantic_tools import register_semantic_tools
+
+        register_semantic_tools(server, holder)
+        registered.append("evaluation")
     return registered

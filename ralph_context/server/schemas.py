@@ -156,12 +156,14 @@ class ActorStatus(BaseModel):
 
 
 class HealthReport(BaseModel):
-    """``health_check``: ``healthy`` when every actor serves, ``degraded`` when queries fall
-    back to a lower tier, ``unhealthy`` when nothing can be retrieved."""
+    """``health_check``: ``healthy`` when every actor serves (an optional one left off by
+    configuration, listed in ``not_configured``, does not count), ``degraded`` when queries
+    fall back to a lower tier, ``unhealthy`` when nothing can be retrieved."""
 
     status: Literal["healthy", "degraded", "unhealthy"]
     tier: str
     actors: dict[str, ActorStatus]
+    not_configured: list[str]
     store: str
     size_bytes: int | None
     max_size_mb: float
@@ -180,7 +182,8 @@ class HealthReport(BaseModel):
         version: str,
     ) -> HealthReport:
         status: Literal["healthy", "degraded", "unhealthy"]
-        if health.tier == "semantic" and all(a.serving for a in health.actors.values()):
+        required = [a for n, a in health.actors.items() if n not in health.not_configured]
+        if health.tier == "semantic" and all(a.serving for a in required):
             status = "healthy"
         elif health.tier in ("semantic", "text"):
             status = "degraded"
@@ -195,6 +198,7 @@ class HealthReport(BaseModel):
                 )
                 for name, snap in health.actors.items()
             },
+            not_configured=sorted(health.not_configured),
             store=health.store,
             size_bytes=size_bytes,
             max_size_mb=max_size_mb,

@@ -39,6 +39,12 @@ PROJECT_TOOLS = {
     "get_cycle_intent",
     "update_project_state",
 }
+EVALUATION_TOOLS = {
+    "calculate_drift",
+    "analyze_variants",
+    "analyze_trajectory",
+    "compare_trajectories",
+}
 
 
 def text_of(result: Any) -> str:
@@ -64,7 +70,7 @@ async def error_of(client: mcp.Client, tool: str, **arguments: Any) -> str:
 async def exercise(client: mcp.Client) -> None:
     """Every tool, resource and prompt, with their error paths."""
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == CONTEXT_TOOLS | PROMPT_LEARNING_TOOLS | PROJECT_TOOLS
+    assert set(tools) == CONTEXT_TOOLS | PROMPT_LEARNING_TOOLS | PROJECT_TOOLS | EVALUATION_TOOLS
     for tool in tools.values():
         assert tool.output_schema is not None, tool.name
         assert tool.annotations is not None, tool.name
@@ -148,6 +154,9 @@ async def exercise(client: mcp.Client) -> None:
     health = await call(client, "health_check")
     assert health["status"] == "healthy" and health["tier"] == "semantic"
     assert {"embedding", "storage", "scoring", "lifecycle"} <= set(health["actors"])
+    # No language model configured: the inference actor is down by choice, not degraded.
+    assert health["actors"]["inference"]["state"] == "down"
+    assert health["not_configured"] == ["inference"]
     assert health["model_id"] and health["size_bytes"] > 0
 
     # --- bad input: a readable tool error, nothing stored changes -------------------------

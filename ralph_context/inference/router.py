@@ -1,0 +1,199 @@
+"""Routing: which server answers a model id, from the servers' own model lists.
+
+Several servers compose into one catalogue. Each server's ``/models`` list (its manifest) is
+read on :meth:`Router.list_models` and whenever a model id is asked for that no known list
+holds, so a model loaded after start is found without a restart; concurrent misses share
+one refresh. When several servers list a model, the one with the most free capacity slots
+answers, ties going to the first configured. A server that cannot be reached is dropped
+from routing until the next refresh, and the request moves on to the next server listing
+the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio
+import structlog
+
+from ralph_context.errors import (
+    ConfigError,
+    InferenceError,
+    InferenceTimeout,
+    ModelNotServed,
+    ServerUnreachable,
+)
+from ralph_context.inference.client import Progress, ServerClient
+from ralph_context.inference.messages import ChatRequest, Completion
+
+__all__ = ["ModelListing", "Router", "ServerStatus"]
+
+log = structlog.get_logger("ralph_context.inference")
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """One server as last asked: the models it lists, or why it could not be asked."""
+
+    name: str
+    kind: str
+    base_url: str
+    models: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def reachable(self) -> bool:
+        """True when the server answered with its model list."""
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class ModelListing:
+    """Every model the servers serve (sorted, each id once) and each server's status."""
+
+    models: tuple[str, ...]
+    servers: tuple[ServerStatus, ...]
+
+    @property
+    def unreachable(self) -> tuple[ServerStatus, ...]:
+        """Servers that did not answer with a model list, each with its error."""
+        return tuple(server for server in self.servers if not server.reachable)
+
+
+class Router:
+    """Sends each request to a server that serves its model.
+
+    Args:
+        clients: The servers, in priority order.
+        list_timeout: Seconds one server may take to list its models.
+
+    Raises:
+        ConfigError: Two servers share a name.
+    """
+
+    def __init__(self, clients: Sequence[ServerClient], *, list_timeout: float = 30.0) -> None:
+        names = [client.name for client in clients]
+        for name in names:
+            if names.count(name) > 1:
+                raise ConfigError(
+                    f"two inference servers are named {name!r} (the same URL twice?); "
+                    "give each a distinct name"
+                )
+        self.clients = tuple(clients)
+        self.list_timeout = list_timeout
+        self._statuses: dict[str, ServerStatus] = {}
+        self._lock = anyio.Lock()
+        self._generation = 0
+
+    async def list_models(self) -> ModelListing:
+        """Ask every server for its models now (concurrently) and return the catalogue."""
+        await self._refresh()
+        return self.listing()
+
+    def listing(self) -> ModelListing:
+        """The catalogue as last read, without asking the servers again."""
+        servers = tuple(
+            self._statuses[client.name] for client in self.clients if client.name in self._statuses
+        )
+        models = sorted({model for server in servers for model in server.models})
+        return ModelListing(tuple(models), servers)
+
+    async def complete(
+        self, request: ChatRequest, *, timeout_seconds: float, asked_at: float | None = None
+    ) -> Completion:
+        """Route ``request`` to a server that serves its model and return the answer.
+
+        ``timeout_seconds`` bounds everything: a manifest refresh, waiting for a free slot,
+        every attempt and every backoff. It counts from ``asked_at`` (on
+        ``anyio.current_time()``'s clock; default: now), so time a request spent queued
+        before reaching the router is not granted twice.
+
+        Raises:
+            ModelNotServed: No server lists the model, even after asking them again.
+            ServerUnreachable: Every server listing the model refused the connection.
+            InferenceServerError: The server answered with an error.
+            InferenceTimeout: No complete answer within ``timeout_seconds``.
+        """
+        progress = Progress()
+        start = anyio.current_time() if asked_at is None else asked_at
+        try:
+            with anyio.fail_after(start + timeout_seconds - anyio.current_time()):
+                return await self._route(request, progress)
+        except TimeoutError as exc:
+            raise InferenceTimeout(_late(request.model_id, timeout_seconds, progress)) from exc
+
+    async def _route(self, request: ChatRequest, progress: Progress) -> Completion:
+        failure: ServerUnreachable | None = None
+        for client in await self._candidates(request.model_id):
+            try:
+                return await client.chat(request, progress)
+            except ServerUnreachable as exc:
+                failure = exc
+                self._statuses[client.name] = self._status(client, error=str(exc))
+                log.warning("inference_server_unreachable", server=client.name, error=str(exc))
+        assert failure is not None, "_candidates returns at least one server"
+        raise failure
+
+    async def _candidates(self, model_id: str) -> list[ServerClient]:
+        serving = self._serving(model_id)
+        if not serving:
+            await self._refresh()
+            serving = self._serving(model_id)
+        if not serving:
+            listing = self.listing()
+            unreachable = tuple(server.name for server in listing.unreachable)
+            raise ModelNotServed(model_id, listing.models, unreachable)
+        # Most free slots first; sorted() is stable, so ties keep the configured priority.
+        return sorted(serving, key=lambda client: -client.limiter.available_tokens)
+
+    def _serving(self, model_id: str) -> list[ServerClient]:
+        return [
+            client
+            for client in self.clients
+            if client.name in self._statuses and model_id in self._statuses[client.name].models
+        ]
+
+    async def _refresh(self) -> None:
+        seen = self._generation
+        async with self._lock:
+            if self._generation != seen:
+                return  # another task refreshed while this one waited: its lists are fresh
+            statuses: dict[str, ServerStatus] = {}
+            async with anyio.create_task_group() as tg:
+                for client in self.clients:
+                    tg.start_soon(self._ask, client, statuses)
+            self._statuses = statuses
+            self._generation += 1
+
+    async def _ask(self, client: ServerClient, into: dict[str, ServerStatus]) -> None:
+        with anyio.move_on_after(self.list_timeout) as scope:
+            try:
+                models = await client.fetch_models()
+            except InferenceError as exc:
+                into[client.name] = self._status(client, error=str(exc))
+            else:
+                into[client.name] = self._status(client, models=models)
+        if scope.cancelled_caught:
+            error = f"{client.name} did not list its models within {self.list_timeout:g}s"
+            into[client.name] = self._status(client, error=error)
+
+    @staticmethod
+    def _status(
+        client: ServerClient, *, models: tuple[str, ...] = (), error: str | None = None
+    ) -> ServerStatus:
+        adapter = client.adapter
+        return ServerStatus(adapter.name, adapter.kind, adapter.base_url, models, error)
+
+
+def _late(model_id: str, timeout: float, progress: Progress) -> str:
+    """Why a deadline passed, in words: what the request was waiting for at that moment."""
+    head = f"model {model_id!r} gave no complete answer within {timeout:g}s"
+    if not progress.server:
+        return f"{head} (still asking the servers which models they serve)"
+    if progress.waiting_for_slot:
+        return (
+            f"{head} (waiting for a free slot on {progress.server}: "
+            "all its max_concurrency requests were busy)"
+        )
+    return f"{head} ({progress.server}, attempt {progress.attempts} of {progress.max_attempts})"
