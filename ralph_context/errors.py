@@ -23,7 +23,8 @@ person understands with a single ``except RalphContextError``::
         ├── ModelNotServed          no configured server lists that model id
         ├── ServerUnreachable       no connection to the server could be made, after retries
         ├── InferenceTimeout        no complete answer within the tool's timeout
-        └── InferenceServerError    the server answered with an error, or with nothing we can read
+        ├── InferenceServerError    the server answered with an error, or with nothing we can read
+        └── UnparseableReply        the model answered, but not in the form the tool asked for
 
 Expected per-request failures (the ``InvalidInput`` family, ``ItemNotFound``) travel from an
 actor back to its caller as values; they never crash the actor that found them. So does the
@@ -54,6 +55,7 @@ __all__ = [
     "ServerUnreachable",
     "StoreError",
     "UnknownContextType",
+    "UnparseableReply",
 ]
 
 
@@ -183,3 +185,12 @@ class InferenceServerError(InferenceError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         self.status = status
         super().__init__(message)
+
+
+class UnparseableReply(InferenceError):
+    """The model answered, but its reply holds nothing the tool can use (no verdict in a
+    judge's reply, no JSON object of variants); the message quotes the reply's start.
+
+    Not ``InvalidInput``: the caller's arguments were fine, the model did not follow the
+    format it was asked for. Trying again, or another model, may well succeed.
+    """

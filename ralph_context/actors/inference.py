@@ -191,6 +191,8 @@ class InferenceActor(Actor[InferenceRequest, InferenceReply]):
     async def _ask(self, request: InferenceRequest, within: float) -> InferenceReply:
         if self.health.state is ActorState.DOWN:
             # Say why (usually: nothing configured), not just that it is down.
+            if not self.configured:
+                raise ActorUnavailable(NO_MODEL_CONFIGURED)
             raise ActorUnavailable(f"inference is down: {self.health.last_error}")
         return await self.call(request, timeout=within)
 

@@ -33,8 +33,10 @@ def register_packs(server: MCPServer, holder: EngineHolder) -> list[str]:
         register_project_memory(server, holder)
         registered.append("project")
     if packs.evaluation.enabled:
+        from ralph_context.packs.evaluation.llm_tools import register_llm_tools
         from ralph_context.packs.evaluation.semantic_tools import register_semantic_tools
 
         register_semantic_tools(server, holder)
+        register_llm_tools(server, holder)
         registered.append("evaluation")
     return registered

@@ -44,6 +44,11 @@ EVALUATION_TOOLS = {
     "analyze_variants",
     "analyze_trajectory",
     "compare_trajectories",
+    "list_models",
+    "complete",
+    "react_step",
+    "judge",
+    "generate_variants",
 }
 
 
