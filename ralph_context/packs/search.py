@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 from lancedb.query import MatchQuery
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.packs.tables import PackTable
 from ralph_context.scoring import match_strength
+from ralph_context.storage.vectors import vector_list, vector_matrix
 
 __all__ = ["Hit", "hybrid_search", "vector_search"]
 
@@ -45,7 +45,7 @@ def vector_search(
     result = result.filter(pc.is_valid(result.column("vector")))
     if result.num_rows == 0:
         return []
-    similarity = _matrix(result.column("vector"), vector.shape[0]) @ vector.astype(np.float32)
+    similarity = vector_matrix(result.column("vector"), table.dimension) @ vector.astype(np.float32)
     rows = result.drop_columns(["vector", "_distance"]).to_pylist()
     order = np.argsort(-similarity, kind="stable")
     return [(rows[i], float(similarity[i])) for i in order.tolist()]
@@ -60,11 +60,10 @@ def text_search(
     if condition:
         search = search.where(condition, prefilter=True)
     result = search.to_arrow()
-    vectors = result.column("vector").to_pylist()
+    vectors = vector_list(result.column("vector"), table.dimension)
     rows = result.drop_columns(["vector"]).to_pylist()
     return [
-        (row, float(row.pop("_score")), None if v is None else np.asarray(v, dtype=np.float32))
-        for row, v in zip(rows, vectors, strict=True)
+        (row, float(row.pop("_score")), vector) for row, vector in zip(rows, vectors, strict=True)
     ]
 
 
@@ -109,9 +108,3 @@ def hybrid_search(
         )
     ranked = sorted(found.values(), key=lambda hit: hit.match, reverse=True)
     return ranked[:limit]
-
-
-def _matrix(column: pa.ChunkedArray, dimension: int) -> Vectors:
-    flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False)
-    matrix: Vectors = flat.astype(np.float32, copy=False).reshape(-1, dimension)
-    return matrix

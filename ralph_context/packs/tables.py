@@ -86,6 +86,11 @@ class PackTable:
     def schema(self) -> pa.Schema:
         return self.table.schema
 
+    @property
+    def dimension(self) -> int:
+        """Width of the table's ``vector`` column (its pack's embedding model)."""
+        return int(self.table.schema.field("vector").type.list_size)
+
     def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert rows, replacing those whose id exists, in one write."""
         if rows:

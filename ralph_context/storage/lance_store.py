@@ -48,6 +48,7 @@ from ralph_context.storage.schema import (
     iterations_schema,
 )
 from ralph_context.storage.usage import USAGE, UsageLedger, usage_schema
+from ralph_context.storage.vectors import vector_list, vector_matrix
 
 __all__ = ["AgeRow", "LanceStore", "MaintenanceReport", "StoreStats"]
 
@@ -224,7 +225,7 @@ class LanceStore:
             table = table.filter(pc.is_valid(vectors_column))
             if table.num_rows == 0:
                 return []
-        vectors = self._matrix(table.column("vector"))
+        vectors = vector_matrix(table.column("vector"), self.dimension)
         similarity = vectors @ query.astype(np.float32)
         rows = table.drop_columns(["vector", "_distance"]).to_pylist()
         order = np.argsort(-similarity, kind="stable")
@@ -242,25 +243,12 @@ class LanceStore:
         if sql:
             search = search.where(sql, prefilter=True)
         table = search.to_arrow()
-        vectors = self._vector_list(table.column("vector"))
+        vectors = vector_list(table.column("vector"), self.dimension)
         rows = table.drop_columns(["vector"]).to_pylist()
         return [
             (self._item(row), float(row["_score"]), vector)
             for row, vector in zip(rows, vectors, strict=True)
         ]
-
-    def _matrix(self, column: Any) -> Vectors:
-        """A vector column's non-null rows as one float32 matrix (no per-float Python
-        objects: this runs on every query)."""
-        flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        matrix: Vectors = flat.astype(np.float32, copy=False).reshape(-1, self.dimension)
-        return matrix
-
-    def _vector_list(self, column: Any) -> list[Vectors | None]:
-        """One vector per row, ``None`` for rows stored without one."""
-        valid = column.combine_chunks().is_valid().to_numpy(zero_copy_only=False)
-        rows = iter(self._matrix(column))
-        return [next(rows) if present else None for present in valid]
 
     def _item(self, row: dict[str, Any]) -> ContextItem:
         return self.usage.apply(item_from_row(row))
@@ -331,7 +319,7 @@ class LanceStore:
         for start in range(0, len(ids), _ID_CHUNK):
             where = ItemFilter(ids=tuple(ids[start : start + _ID_CHUNK])).to_sql()
             table = self.items.search().where(where).limit(None).to_arrow()
-            vectors = self._vector_list(table.column("vector"))
+            vectors = vector_list(table.column("vector"), self.dimension)
             rows = table.drop_columns(["vector"]).to_pylist()
             found.extend(
                 (self._item(row), vector) for row, vector in zip(rows, vectors, strict=True)

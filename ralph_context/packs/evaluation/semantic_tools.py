@@ -140,11 +140,11 @@ def register_semantic_tools(server: MCPServer, holder: EngineHolder) -> None:
     deadline = holder.settings.inference.timeouts.embedding
 
     async def bounded(tool: str, work: Awaitable[T]) -> T:
-        with anyio.move_on_after(deadline) as scope:
-            return await work
-        if scope.cancelled_caught:
-            raise ActorUnavailable(f"{tool} took longer than its {deadline:g} s deadline")
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            with anyio.fail_after(deadline):
+                return await work
+        except TimeoutError as exc:
+            raise ActorUnavailable(f"{tool} took longer than its {deadline:g} s deadline") from exc
 
     @server.tool(annotations=READ)
     async def calculate_drift(text_a: Text, text_b: Text) -> float:

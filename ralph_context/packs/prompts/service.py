@@ -71,7 +71,7 @@ class PromptLearning:
     ) -> Retrieved:
         vector = await self._vector(query)
         matches = await self.engine.in_packs(
-            lambda space: _tables(space).retrieve(
+            lambda space: PromptTables.of(space).retrieve(
                 query, vector, domain=domain, min_performance=min_performance, top_k=top_k
             )
         )
@@ -82,13 +82,13 @@ class PromptLearning:
         vector = await self._vector(feedback.prompt_text) if feedback.prompt_text else None
         alpha = self.settings.ema_alpha
         return await self.engine.in_packs(
-            lambda space: _tables(space).record(feedback, vector, alpha)
+            lambda space: PromptTables.of(space).record(feedback, vector, alpha)
         )
 
     async def suggest(self, prompt: str, focus: Focus) -> Suggestions:
         vector = await self._vector(prompt)
         matches = await self.engine.in_packs(
-            lambda space: _tables(space).retrieve(
+            lambda space: PromptTables.of(space).retrieve(
                 prompt, vector, domain=None, min_performance=0.0, top_k=SIMILAR_ANALYZED + 1
             )
         )
@@ -109,7 +109,7 @@ class PromptLearning:
             start = datetime.now(UTC) - timedelta(days=_RANGE_DAYS[time_range])
 
         def read(space: PackSpace) -> Analytics:
-            tables = _tables(space)
+            tables = PromptTables.of(space)
             records = tables.records_where(
                 where(equals("domain", domain)) if domain is not None else None
             )
@@ -119,11 +119,7 @@ class PromptLearning:
         return await self.engine.in_packs(read)
 
     async def session(self, session_id: str) -> SessionState:
-        return await self.engine.in_packs(lambda space: _tables(space).session(session_id))
+        return await self.engine.in_packs(lambda space: PromptTables.of(space).session(session_id))
 
     async def _vector(self, text: str) -> Vectors | None:
         return (await self.engine.embed([text]))[0]
-
-
-def _tables(space: PackSpace) -> PromptTables:
-    return PromptTables.of(space)

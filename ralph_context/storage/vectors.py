@@ -1,0 +1,26 @@
+"""Arrow vector columns to numpy, without a Python object per float (this runs on every
+query), shared by the context store and the tool packs' tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ralph_context.embeddings.local import Vectors
+
+__all__ = ["vector_list", "vector_matrix"]
+
+
+def vector_matrix(column: Any, dimension: int) -> Vectors:
+    """A vector column's non-null rows as one float32 matrix."""
+    flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    matrix: Vectors = flat.astype(np.float32, copy=False).reshape(-1, dimension)
+    return matrix
+
+
+def vector_list(column: Any, dimension: int) -> list[Vectors | None]:
+    """One vector per row, ``None`` for rows stored without one."""
+    valid = column.combine_chunks().is_valid().to_numpy(zero_copy_only=False)
+    rows = iter(vector_matrix(column, dimension))
+    return [next(rows) if present else None for present in valid]
