@@ -150,6 +150,13 @@ class LifecycleSettings(_Section):
     prune_min_usefulness: float = Field(default=0.3, ge=0.0, le=1.0, allow_inf_nan=False)
     # A pass after every stored iteration; false leaves it to `run_lifecycle` / the tools.
     auto_run: bool = True
+    # A model id served by `inference` writes the summaries; None (or the model failing)
+    # keeps the extractive ones, which need no language model.
+    summarizer_model: str | None = Field(default=None, min_length=1)
+    # Bound on one summary, and on all the model's summaries in one pass: past the budget
+    # the pass finishes with extractive summaries instead of holding up the next one.
+    summarizer_timeout_seconds: float = Field(default=60.0, gt=0.0, allow_inf_nan=False)
+    summarizer_budget_seconds: float = Field(default=120.0, gt=0.0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _ordered(self) -> LifecycleSettings:
@@ -206,6 +213,10 @@ class PromptLearningSettings(_Section):
     enabled: bool = True
     # Weight of a new observation in the moving averages (the spec's 30% new, 70% history).
     ema_alpha: float = Field(default=0.3, gt=0.0, le=1.0, allow_inf_nan=False)
+    # A model id served by `inference`: suggest_improvements then also returns the prompt
+    # rewritten to apply its suggestions. None: suggestions only.
+    rewrite_model: str | None = Field(default=None, min_length=1)
+    rewrite_timeout_seconds: float = Field(default=60.0, gt=0.0, allow_inf_nan=False)
 
 
 class ProjectMemorySettings(_Section):

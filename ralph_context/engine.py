@@ -192,15 +192,19 @@ class Engine:
             self._iteration = await storage.latest_iteration()
         scoring = ScoringActor(settings.scoring, timeout=settings.embeddings.timeout_seconds)
         await supervisor.start(scoring)
-        lifecycle = LifecycleActor(
-            settings, storage=storage, embedding=embedding, clock=lambda: self._iteration
-        )
-        await supervisor.start(lifecycle)
-        self._lifecycle = lifecycle
         # Setup does no I/O: with no model configured it is down at once, never slowing start.
         inference = InferenceActor(settings.inference)
         await supervisor.start(inference, settle_within=settings.embeddings.timeout_seconds)
         self._inference = inference
+        lifecycle = LifecycleActor(
+            settings,
+            storage=storage,
+            embedding=embedding,
+            inference=inference,
+            clock=lambda: self._iteration,
+        )
+        await supervisor.start(lifecycle)
+        self._lifecycle = lifecycle
         self._retriever = Retriever(
             settings,
             embedding=embedding,
@@ -400,8 +404,12 @@ class Engine:
     async def _lifecycle_call(self, request: LifecycleRequest) -> LifecycleReport:
         if self._lifecycle is None:
             raise ActorUnavailable(_NOT_STARTED)
-        # A pass over a large store rewrites many rows: give it far longer than a query.
-        return await self._lifecycle.call(request, timeout=self._timeout * 20)
+        # A pass over a large store rewrites many rows: give it far longer than a query,
+        # plus the time the summarizer model may take (its budget bounds it per pass).
+        timeout = self._timeout * 20
+        if self.settings.lifecycle.summarizer_model is not None:
+            timeout += self.settings.lifecycle.summarizer_budget_seconds
+        return await self._lifecycle.call(request, timeout=timeout)
 
     async def recent_iterations(self, last_n: int = 5) -> list[IterationResult]:
         """The last ``last_n`` iterations, newest first.
@@ -617,7 +625,8 @@ class Engine:
         """The language model actor: ``list_models()`` and ``complete(...)`` for the tools.
 
         It is ``down`` when no model is configured; its calls then raise ``ActorUnavailable``
-        at once, saying how to configure one, and the engine keeps its extractive summaries.
+        at once, saying how to configure one, and the engine keeps its extractive summaries
+        (``lifecycle.summarizer_model`` names the model that writes them otherwise).
 
         Raises:
             ActorUnavailable: The engine is not started.

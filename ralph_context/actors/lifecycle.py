@@ -13,11 +13,12 @@ from dataclasses import dataclass, field, replace
 
 import structlog
 
-from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
+from ralph_context.actors.embedding import EmbeddingActor
+from ralph_context.actors.inference import InferenceActor
 from ralph_context.actors.storage import StorageActor
+from ralph_context.actors.summarizer import EXTRACTIVE, PassSummarizer
 from ralph_context.config import Settings
-from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import ActorUnavailable, RalphContextError
+from ralph_context.errors import RalphContextError
 from ralph_context.lifecycle.policy import (
     Plan,
     plan_lifecycle,
@@ -25,7 +26,7 @@ from ralph_context.lifecycle.policy import (
     plan_summarize,
     victims,
 )
-from ralph_context.lifecycle.summarize import pick_central, sentences, worth_summarizing
+from ralph_context.lifecycle.summarize import worth_summarizing
 from ralph_context.models import ContextState
 from ralph_context.runtime import Actor, Envelope
 
@@ -43,8 +44,10 @@ log = structlog.get_logger("ralph_context.lifecycle")
 # (done, total, message): what MCP progress notifications carry.
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
-# Items read per storage request while summarizing.
+# Items read per storage request while summarizing; smaller when a model writes the
+# summaries, so a pass stopped at shutdown loses only a few minutes of the model's work.
 _READ_CHUNK = 32
+_MODEL_CHUNK = 4
 # Share of the size-pressure candidates deleted per round before re-measuring.
 _PRESSURE_STEP = 0.1
 _MIB = 1024 * 1024
@@ -91,17 +94,18 @@ class LifecycleReport:
     pruned: tuple[str, ...] = ()
     pruned_for_space: tuple[str, ...] = ()
     chars_saved: int = 0
-    summarizer: str = "extractive"
+    summarizer: str = EXTRACTIVE
     size_bytes: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
 class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
-    """Executes lifecycle plans through the storage and embedding actors.
+    """Executes lifecycle plans through the storage, embedding and inference actors.
 
     Args:
-        settings: Engine settings (``lifecycle`` ages, ``storage.max_size_mb``).
+        settings: Engine settings (``lifecycle`` ages and summarizer, ``storage.max_size_mb``).
         storage, embedding: The actors it works through.
+        inference: Writes summaries when ``lifecycle.summarizer_model`` is set.
         clock: The current iteration.
     """
 
@@ -111,12 +115,14 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         *,
         storage: StorageActor,
         embedding: EmbeddingActor,
+        inference: InferenceActor | None = None,
         clock: Callable[[], int],
     ) -> None:
         super().__init__("lifecycle", inbox_size=64, max_batch=64)
         self.settings = settings
         self.storage = storage
         self.embedding = embedding
+        self.inference = inference
         self.clock = clock
 
     async def handle_batch(
@@ -162,6 +168,12 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         self, plan: Plan, now: int, dry_run: bool, progress: Progress | None
     ) -> LifecycleReport:
         pruned = (*plan.to_prune, *plan.to_prune_archived)
+        summarizer = PassSummarizer(
+            self.settings.lifecycle,
+            embedding=self.embedding,
+            inference=self.inference,
+            embed_timeout=self.settings.embeddings.timeout_seconds,
+        )
         report = LifecycleReport(
             dry_run=dry_run,
             iteration=now,
@@ -169,6 +181,7 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
             summarized=plan.to_summarize,
             archived=plan.to_archive,
             pruned=pruned,
+            summarizer=summarizer.name,
         )
         if dry_run or plan.empty:
             return report
@@ -176,7 +189,8 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         if plan.to_aging:
             await self.storage.set_state(plan.to_aging, ContextState.AGING)
         await _report(progress, 1, total, f"{len(plan.to_aging)} items aging")
-        saved, summarizer = await self._summarize(plan.to_summarize, progress, total)
+        saved = await self._summarize(plan.to_summarize, summarizer, progress, total)
+        report = replace(report, summarizer=summarizer.name, notes=summarizer.notes)
         if plan.to_archive:
             await self.storage.archive_items(plan.to_archive)
         await _report(progress, total - 1, total, f"{len(plan.to_archive)} items archived")
@@ -191,25 +205,26 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
             archived=len(plan.to_archive),
             pruned=len(pruned),
         )
-        return replace(report, chars_saved=saved, summarizer=summarizer)
+        return replace(report, chars_saved=saved)
 
     async def _summarize(
-        self, ids: Sequence[str], progress: Progress | None, total: float
-    ) -> tuple[int, str]:
-        """Rewrite long items as summaries; short ones only change state."""
+        self,
+        ids: Sequence[str],
+        summarizer: PassSummarizer,
+        progress: Progress | None,
+        total: float,
+    ) -> int:
+        """Rewrite long items as summaries (returns the characters saved); short ones only
+        change state."""
+        chunk = _MODEL_CHUNK if summarizer.model else _READ_CHUNK
         saved = 0
-        summarizer = "extractive"
         done = 1
-        for start in range(0, len(ids), _READ_CHUNK):
-            items = await self.storage.get_items(ids[start : start + _READ_CHUNK])
+        for start in range(0, len(ids), chunk):
+            items = await self.storage.get_items(ids[start : start + chunk])
             summaries: dict[str, str] = {}
             for item in items:
                 if worth_summarizing(item.content):
-                    parts = sentences(item.content)
-                    vectors = await self._embed(parts)
-                    if vectors is None:
-                        summarizer = "lead sentences (embedding model unavailable)"
-                    summary = pick_central(parts, vectors)
+                    summary = await summarizer.summary(item)
                     if len(summary) < len(item.content):
                         summaries[item.id] = summary
                         saved += len(item.content) - len(summary)
@@ -220,15 +235,7 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
             unchanged = [item.id for item in items if item.id not in summaries]
             if unchanged:
                 await self.storage.set_state(unchanged, ContextState.SUMMARIZED)
-        return saved, summarizer
-
-    async def _embed(self, parts: list[str]) -> Vectors | None:
-        try:
-            return await self.embedding.call(
-                EmbedRequest(tuple(parts)), timeout=self.settings.embeddings.timeout_seconds
-            )
-        except ActorUnavailable:
-            return None
+        return saved
 
     async def _relieve_pressure(
         self, report: LifecycleReport, now: int, progress: Progress | None
@@ -269,7 +276,12 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
             )
             log.warning("store_over_size_limit", size_mb=size / _MIB)
         log.info("pruned_for_space", removed=len(removed), size_mb=size / _MIB)
-        return replace(report, pruned_for_space=tuple(removed), size_bytes=size, notes=notes)
+        return replace(
+            report,
+            pruned_for_space=tuple(removed),
+            size_bytes=size,
+            notes=(*report.notes, *notes),
+        )
 
 
 async def _report(progress: Progress | None, done: float, total: float, message: str) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from ralph_context.errors import InferenceError, InvalidInput, UnparseableReply
+from ralph_context.inference.replies import strip_thinking
 from ralph_context.packs.evaluation.judging import (
     Verdict,
     json_objects,
     judge_messages,
     parse_verdict,
-    strip_thinking,
 )
 from ralph_context.packs.evaluation.variants import (
     checked_dimensions,

@@ -29,14 +29,13 @@ from pydantic import JsonValue
 
 from ralph_context.errors import UnparseableReply
 from ralph_context.inference import Message
+from ralph_context.inference.replies import FENCE, quote, strip_thinking
 
 __all__ = [
     "Verdict",
     "json_objects",
     "judge_messages",
     "parse_verdict",
-    "quote",
-    "strip_thinking",
 ]
 
 JUDGE_SYSTEM = (
@@ -57,9 +56,6 @@ where score rates how well the response meets the criteria (10 = fully)."""
 
 # Start positions tried by the brace scan: a reply full of "{" must not cost quadratic time.
 _MAX_CANDIDATES = 64
-_QUOTED = 200
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _WORDS = {
     "pass": True,
     "passed": True,
@@ -100,35 +96,11 @@ def judge_messages(response: str, criteria: str) -> list[Message]:
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}]
 
 
-def quote(text: str) -> str:
-    """The start of a reply, for an error message."""
-    head = text[:_QUOTED]
-    return repr(head + "..." if len(text) > _QUOTED else head)
-
-
-def strip_thinking(text: str) -> str:
-    """``text`` without its reasoning blocks; empty if it is all reasoning.
-
-    Handles ``<think>...</think>`` anywhere, a lone ``</think>`` (everything before it is
-    reasoning) and an unclosed ``<think>`` (everything after it is).
-    """
-    text = _THINK.sub("", text)
-    lowered = text.lower()
-    closing = lowered.rfind("</think>")
-    if closing != -1:
-        text = text[closing + len("</think>") :]
-        lowered = text.lower()
-    opening = lowered.find("<think>")
-    if opening != -1:
-        text = text[:opening]
-    return text.strip()
-
-
 def json_objects(text: str) -> Iterator[dict[str, JsonValue]]:
     """Every JSON object in ``text``, most deliberate first: the contents of fenced code
     blocks, then each balanced ``{...}`` that parses, left to right (an object nested in
     one already found is not yielded again)."""
-    for block in _FENCE.findall(text):
+    for block in FENCE.findall(text):
         parsed = _loads(block.strip())
         if parsed is not None:
             yield parsed

@@ -14,7 +14,8 @@ from pydantic import JsonValue
 
 from ralph_context.errors import InvalidInput, UnparseableReply
 from ralph_context.inference import Message
-from ralph_context.packs.evaluation.judging import json_objects, quote, strip_thinking
+from ralph_context.inference.replies import quote, strip_thinking
+from ralph_context.packs.evaluation.judging import json_objects
 
 __all__ = [
     "BASELINE_LABEL",

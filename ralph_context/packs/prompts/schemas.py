@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ralph_context.packs.prompts.metrics import PromptMetrics
+from ralph_context.packs.prompts.rewrite import Rewrite
 from ralph_context.packs.prompts.store import PromptMatch, SessionState
 from ralph_context.packs.prompts.suggest import Suggestion
 
@@ -163,11 +164,38 @@ class BasedOn(BaseModel):
     gap_to_similar: float | None
 
 
+class RewriteOut(BaseModel):
+    """The prompt rewritten by ``packs.prompt_learning.rewrite_model`` to apply the
+    suggestions; ``applied`` / ``not_applied`` list suggestion types, as checked on the
+    rewrite by the same pattern detectors (not as the model claims)."""
+
+    model: str
+    prompt: str | None
+    applied: list[str]
+    not_applied: list[str]
+    latency_ms: float | None
+    note: str | None
+
+    @classmethod
+    def of(cls, rewrite: Rewrite) -> RewriteOut:
+        checked = rewrite.checked
+        return cls(
+            model=rewrite.model,
+            prompt=checked.prompt if checked else None,
+            applied=list(checked.applied) if checked else [],
+            not_applied=list(checked.not_applied) if checked else [],
+            latency_ms=rewrite.latency_ms,
+            note=rewrite.note,
+        )
+
+
 class SuggestAnswer(BaseModel):
     suggestions: list[SuggestionOut]
     based_on: BasedOn
     tier: Literal["semantic", "text"]
     note: str | None
+    # Only with packs.prompt_learning.rewrite_model set.
+    rewrite: RewriteOut | None = None
 
 
 class AnalyticsSummary(BaseModel):

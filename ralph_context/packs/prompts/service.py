@@ -15,7 +15,16 @@ from typing import Literal
 from ralph_context.config import PromptLearningSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.engine import Engine
+from ralph_context.errors import RalphContextError
+from ralph_context.inference.replies import quote
 from ralph_context.packs.prompts.analytics import Analytics, Metric, compute
+from ralph_context.packs.prompts.rewrite import (
+    REWRITE_TEMPERATURE,
+    Rewrite,
+    check_rewrite,
+    rewrite_budget,
+    rewrite_messages,
+)
 from ralph_context.packs.prompts.store import (
     Feedback,
     PromptMatch,
@@ -100,6 +109,33 @@ class PromptLearning:
         ][:SIMILAR_ANALYZED]
         tier: Literal["semantic", "text"] = "semantic" if vector is not None else "text"
         return Suggestions(suggest(prompt, similar, focus), similar, tier)
+
+    async def rewrite(self, prompt: str, suggestions: Sequence[Suggestion]) -> Rewrite | None:
+        """``prompt`` rewritten by ``rewrite_model`` to apply ``suggestions``; ``None`` when
+        no rewrite model is configured. A model that fails leaves the suggestions standing:
+        the failure is reported in the note, never raised."""
+        model = self.settings.rewrite_model
+        if model is None:
+            return None
+        if not suggestions:
+            return Rewrite(model, None, "no measured suggestion to apply, so no rewrite")
+        try:
+            completion = await self.engine.inference.complete(
+                model,
+                rewrite_messages(prompt, suggestions),
+                temperature=REWRITE_TEMPERATURE,
+                max_tokens=rewrite_budget(prompt),
+                timeout_seconds=self.settings.rewrite_timeout_seconds,
+            )
+        except RalphContextError as error:
+            return Rewrite(model, None, f"the rewrite model failed: {error}")
+        checked = check_rewrite(completion.text, prompt, suggestions)
+        note = None
+        if checked is None:
+            note = f"the rewrite model returned no new prompt: {quote(completion.text)}"
+        elif completion.finish_reason == "length":
+            note = "the rewrite model hit its token limit: the rewrite may be cut off"
+        return Rewrite(model, checked, note, round(completion.latency_ms, 1))
 
     async def analytics(
         self, *, domain: str | None, time_range: TimeRange, metrics: Sequence[Metric]

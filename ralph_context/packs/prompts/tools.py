@@ -23,6 +23,7 @@ from ralph_context.packs.prompts.schemas import (
     Outcome,
     PromptResult,
     RetrieveAnswer,
+    RewriteOut,
     SessionAnswer,
     SuggestAnswer,
     SuggestionOut,
@@ -127,8 +128,11 @@ def register_prompt_learning(server: MCPServer, holder: EngineHolder) -> None:
         improvement_focus: Focus = "all",
     ) -> SuggestAnswer:
         """Suggestions measured from similar prompts' outcomes: each names a structural
-        pattern this prompt lacks and the success-rate difference it shows among them."""
-        result = await pack().suggest(prompt, improvement_focus)
+        pattern this prompt lacks and the success-rate difference it shows among them. With
+        a rewrite model configured, also the prompt rewritten to apply them."""
+        learning = pack()
+        result = await learning.suggest(prompt, improvement_focus)
+        rewrite = await learning.rewrite(prompt, result.suggestions)
         average = fmean(s.success_rate for s in result.similar) if result.similar else None
         current = current_performance.success_rate if current_performance else None
         gap = None if average is None or current is None else round(average - current, 6)
@@ -153,6 +157,7 @@ def register_prompt_learning(server: MCPServer, holder: EngineHolder) -> None:
             ),
             tier=result.tier,
             note=note,
+            rewrite=RewriteOut.of(rewrite) if rewrite is not None else None,
         )
 
     @server.tool(annotations=READ)

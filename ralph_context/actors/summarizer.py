@@ -1,0 +1,156 @@
+"""One lifecycle pass's summary writer: the configured model first, extractive after it.
+
+A pass may summarize dozens of items, so the model's failures are handled per pass, not per
+item. The first failure that would repeat (no model configured, the model not served, the
+server unreachable, a timeout) stops asking the model for the rest of the pass: waiting out
+the same 60-second timeout on every item would hold the lifecycle up for an hour. A reply that
+is merely unusable for one item (empty, longer than the item) only sends that item to the
+extractive summary. The model also gets a time budget per pass
+(``lifecycle.summarizer_budget_seconds``); once it is spent the remaining items are summarized
+extractively, so one pass never waits on the model for longer than that.
+
+The tally says which writer wrote how many summaries and why the model was passed over; it
+becomes the lifecycle report's ``summarizer`` and ``notes``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import anyio
+import structlog
+
+from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
+from ralph_context.actors.inference import InferenceActor
+from ralph_context.config import LifecycleSettings
+from ralph_context.embeddings.local import Vectors
+from ralph_context.errors import ActorUnavailable, RalphContextError
+from ralph_context.lifecycle.abstractive import (
+    SUMMARY_MAX_TOKENS,
+    SUMMARY_TEMPERATURE,
+    read_summary,
+    summary_messages,
+)
+from ralph_context.lifecycle.summarize import pick_central, sentences
+from ralph_context.models import ContextItem
+
+__all__ = ["EXTRACTIVE", "LEAD_SENTENCES", "PassSummarizer"]
+
+log = structlog.get_logger("ralph_context.lifecycle")
+
+EXTRACTIVE = "extractive"
+LEAD_SENTENCES = "lead sentences (embedding model unavailable)"
+
+
+@dataclass
+class _Tally:
+    written: Counter[str] = field(default_factory=Counter)
+    unusable_replies: int = 0
+    model_stopped: str | None = None
+
+
+class PassSummarizer:
+    """Writes the summaries of one lifecycle pass.
+
+    Args:
+        settings: ``lifecycle`` (the model, its per-summary timeout and per-pass budget).
+        embedding: For extractive summaries.
+        inference: The language model actor; ``None`` (or no ``summarizer_model``) means
+            extractive summaries only.
+        embed_timeout: Bound on one item's sentence embedding.
+    """
+
+    def __init__(
+        self,
+        settings: LifecycleSettings,
+        *,
+        embedding: EmbeddingActor,
+        inference: InferenceActor | None,
+        embed_timeout: float,
+    ) -> None:
+        self.model = settings.summarizer_model if inference is not None else None
+        self.settings = settings
+        self.embedding = embedding
+        self.inference = inference
+        self.embed_timeout = embed_timeout
+        self._deadline: float | None = None
+        self._tally = _Tally()
+
+    async def summary(self, item: ContextItem) -> str:
+        """``item``'s summary: the model's when it gives a usable one, else extractive."""
+        written = await self._by_model(item)
+        if written is not None:
+            self._tally.written[f"model {self.model}"] += 1
+            return written
+        parts = sentences(item.content)
+        vectors = await self._embed(parts)
+        self._tally.written[EXTRACTIVE if vectors is not None else LEAD_SENTENCES] += 1
+        return pick_central(parts, vectors)
+
+    @property
+    def name(self) -> str:
+        """Who wrote this pass's summaries, e.g. ``model qwen3 (4), extractive (1)``."""
+        written = self._tally.written
+        if not written:
+            return f"model {self.model}" if self.model else EXTRACTIVE
+        if len(written) == 1:
+            return next(iter(written))
+        return ", ".join(f"{writer} ({count})" for writer, count in written.most_common())
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Why the model did not write some summaries, for the report."""
+        notes = []
+        if self._tally.model_stopped is not None:
+            notes.append(
+                f"summarizer_model {self.model!r} was not asked for the rest of this pass "
+                f"({self._tally.model_stopped}); those items got extractive summaries"
+            )
+        if self._tally.unusable_replies:
+            notes.append(
+                f"{self._tally.unusable_replies} model summaries were unusable (empty, cut "
+                "off, or not shorter than the item) and were written extractively"
+            )
+        return tuple(notes)
+
+    async def _by_model(self, item: ContextItem) -> str | None:
+        if self.model is None or self.inference is None or self._tally.model_stopped:
+            return None
+        now = anyio.current_time()
+        if self._deadline is None:
+            self._deadline = now + self.settings.summarizer_budget_seconds
+        remaining = self._deadline - now
+        if remaining <= 0:
+            self._stop(
+                f"summarizer_budget_seconds ({self.settings.summarizer_budget_seconds:g}s) spent"
+            )
+            return None
+        try:
+            completion = await self.inference.complete(
+                self.model,
+                summary_messages(item.content, item.content_type.value),
+                temperature=SUMMARY_TEMPERATURE,
+                max_tokens=SUMMARY_MAX_TOKENS,
+                timeout_seconds=min(self.settings.summarizer_timeout_seconds, remaining),
+            )
+        except RalphContextError as error:
+            self._stop(str(error))
+            return None
+        summary = read_summary(
+            completion.text, item.content, cut_off=completion.finish_reason == "length"
+        )
+        if summary is None:
+            self._tally.unusable_replies += 1
+            log.info("model_summary_unusable", item=item.id, model=self.model)
+        return summary
+
+    def _stop(self, reason: str) -> None:
+        self._tally.model_stopped = reason
+        log.warning("summarizer_model_unavailable", model=self.model, reason=reason)
+
+    async def _embed(self, parts: list[str]) -> Vectors | None:
+        try:
+            return await self.embedding.call(EmbedRequest(tuple(parts)), timeout=self.embed_timeout)
+        except ActorUnavailable:
+            return None

@@ -1,0 +1,159 @@
+"""suggest_improvements with ``packs.prompt_learning.rewrite_model``: the prompt rewritten by
+a model (the fake OpenAI-compatible server on a real socket) to apply the measured
+suggestions, checked by the pattern detectors; a failing model leaves the suggestions
+standing. Through the real MCP client, with the real embedding model and LanceDB."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import mcp
+import pytest
+
+from ralph_context.engine import Engine
+from ralph_context.server.app import EngineHolder, build_server
+from tests.helpers import Loader, SettingsFactory
+from tests.inference.fake_openai import FakeOpenAI, Status, Text
+from tests.packs.test_prompt_learning import SIMILAR, new_prompt
+from tests.server.mcp_scenario import call
+
+PROMPT = "Summarize this article about climate policy."
+STRUCTURED = (
+    "Summarize this article about climate policy as:\n1. Main claim\n2. Evidence\n3. Open questions"
+)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(["rewriter"], name="rewriter") as running:
+        yield running
+
+
+async def serve(
+    make_settings: SettingsFactory,
+    shared_model: Loader,
+    url: str | None,
+    rewrite_model: str | None,
+) -> AsyncIterator[mcp.Client]:
+    settings = make_settings(
+        lifecycle={"auto_run": False},
+        packs={"prompt_learning": {"rewrite_model": rewrite_model}},
+        inference={
+            "servers": [] if url is None else [{"kind": "lmstudio", "base_url": url}],
+            "register_from_env": False,
+            "retries": 0,
+        },
+    )
+    holder = EngineHolder(settings)
+    server = build_server(holder)
+    async with Engine(settings, model_loader=shared_model) as engine:
+        holder.engine = engine
+        async with mcp.Client(server) as client:
+            yield client
+
+
+@pytest.fixture
+async def client(
+    make_settings: SettingsFactory, shared_model: Loader, fake: FakeOpenAI
+) -> AsyncIterator[mcp.Client]:
+    async for client in serve(make_settings, shared_model, fake.url, "rewriter"):
+        yield client
+
+
+async def seeded_suggestion(client: mcp.Client) -> dict[str, Any]:
+    for text, success in SIMILAR.items():
+        await new_prompt(client, text, success)
+    return await call(client, "suggest_improvements", prompt=PROMPT)
+
+
+async def test_the_rewrite_applies_the_measured_suggestion_and_is_checked(
+    client: mcp.Client, fake: FakeOpenAI
+) -> None:
+    fake.script(Text(f"<think>add a list</think>Here is the rewritten prompt:\n{STRUCTURED}"))
+    with anyio.fail_after(60):
+        answer = await seeded_suggestion(client)
+    assert [s["type"] for s in answer["suggestions"]] == ["add_structure"]
+    rewrite = answer["rewrite"]
+    assert rewrite["model"] == "rewriter"
+    assert rewrite["prompt"] == STRUCTURED
+    assert rewrite["applied"] == ["add_structure"]
+    assert rewrite["not_applied"] == []
+    assert rewrite["note"] is None
+    assert rewrite["latency_ms"] >= 0
+    [request] = fake.chat_requests()
+    assert request.body is not None
+    assert request.body["model"] == "rewriter"
+    system, user = request.body["messages"]
+    assert "placeholders" in system["content"]
+    assert user["content"].startswith(f"<prompt>\n{PROMPT}\n</prompt>\n\nCHANGES:\n1. ")
+    assert answer["suggestions"][0]["example"] in user["content"]
+
+
+async def test_a_rewrite_that_ignores_the_suggestion_is_reported_as_not_applying_it(
+    client: mcp.Client, fake: FakeOpenAI
+) -> None:
+    reworded = "Please write a careful summary of this article about climate policy."
+    fake.script(Text(reworded))
+    with anyio.fail_after(60):
+        answer = await seeded_suggestion(client)
+    assert answer["rewrite"]["prompt"] == reworded
+    assert answer["rewrite"]["applied"] == []
+    assert answer["rewrite"]["not_applied"] == ["add_structure"]
+
+
+async def test_a_failing_rewrite_model_leaves_the_suggestions_standing(
+    client: mcp.Client, fake: FakeOpenAI
+) -> None:
+    fake.script(Status(503, "model is loading"))
+    with anyio.fail_after(60):
+        answer = await seeded_suggestion(client)
+    assert [s["type"] for s in answer["suggestions"]] == ["add_structure"]
+    rewrite = answer["rewrite"]
+    assert rewrite["prompt"] is None and rewrite["applied"] == []
+    assert rewrite["note"].startswith("the rewrite model failed:")
+    assert "model is loading" in rewrite["note"]
+
+
+async def test_an_empty_or_unchanged_reply_is_no_rewrite(
+    client: mcp.Client, fake: FakeOpenAI
+) -> None:
+    fake.script(Text("<think>nothing to change</think>"), Text(PROMPT))
+    with anyio.fail_after(60):
+        first = await seeded_suggestion(client)
+        second = await call(client, "suggest_improvements", prompt=PROMPT)
+    for answer in (first, second):
+        assert answer["rewrite"]["prompt"] is None
+        assert answer["rewrite"]["note"].startswith("the rewrite model returned no new prompt")
+
+
+async def test_with_nothing_to_apply_the_model_is_not_asked(
+    client: mcp.Client, fake: FakeOpenAI
+) -> None:
+    with anyio.fail_after(60):
+        answer = await call(client, "suggest_improvements", prompt=PROMPT)
+    assert answer["suggestions"] == []
+    assert answer["rewrite"]["prompt"] is None
+    assert answer["rewrite"]["note"] == "no measured suggestion to apply, so no rewrite"
+    assert fake.chat_requests() == []
+
+
+async def test_without_a_rewrite_model_there_is_no_rewrite(
+    make_settings: SettingsFactory, shared_model: Loader, fake: FakeOpenAI
+) -> None:
+    with anyio.fail_after(60):
+        async for client in serve(make_settings, shared_model, fake.url, None):
+            answer = await seeded_suggestion(client)
+    assert answer["suggestions"] and answer["rewrite"] is None
+    assert fake.chat_requests() == []
+
+
+async def test_a_rewrite_model_without_any_server_says_how_to_configure_one(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    with anyio.fail_after(60):
+        async for client in serve(make_settings, shared_model, None, "rewriter"):
+            answer = await seeded_suggestion(client)
+    assert answer["suggestions"]
+    assert "no language model configured" in answer["rewrite"]["note"]
