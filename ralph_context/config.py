@@ -246,7 +246,15 @@ ProviderKind = Literal["lmstudio", "ollama", "together", "huggingface", "openai"
 LMSTUDIO_SERVERS_ENV = "LMSTUDIO_SERVERS"
 TOGETHER_KEY_ENV = "TOGETHER_API_KEY"
 HF_TOKEN_ENV = "HF_TOKEN"
+OLLAMA_HOST_ENV = "OLLAMA_HOST"
 _HTTP_URL = re.compile(r"https?://[^\s/?#]+[^\s]*")
+# What OLLAMA_HOST may hold, as Ollama itself reads it: [scheme://]host[:port][/path].
+_OLLAMA_HOST = re.compile(
+    r"(?:(?P<scheme>https?)://)?(?P<host>\[[0-9a-fA-F:]+\]|[^\s/:?#\[\]]*)(?::(?P<port>\d{1,5}))?"
+    r"(?P<path>/[^\s?#]*)?"
+)
+# Addresses a server binds to that a client cannot connect to.
+_BIND_ALL = frozenset({"", "0.0.0.0", "[::]"})
 
 
 class InferenceServerSettings(_Section):
@@ -311,6 +319,7 @@ class InferenceSettings(_Section):
             A model id is routed to a server whose ``/models`` lists it.
         register_from_env: Also register servers from the environment, after the configured
             ones: ``LMSTUDIO_SERVERS`` (comma-separated URLs) adds LM Studio servers,
+            ``OLLAMA_HOST`` (as Ollama reads it, e.g. ``127.0.0.1:11434``) adds Ollama,
             ``TOGETHER_API_KEY`` adds Together, ``HF_TOKEN`` adds the Hugging Face router.
             A kind or URL already in ``servers`` is not added twice.
         retries: Extra attempts after a 429, a 5xx or a failed connection.
@@ -351,7 +360,8 @@ class InferenceSettings(_Section):
             environ: Where to look for the variables; ``None`` means ``os.environ``.
 
         Raises:
-            ConfigError: ``LMSTUDIO_SERVERS`` holds something that is not an http(s) URL.
+            ConfigError: ``LMSTUDIO_SERVERS`` holds something that is not an http(s) URL,
+                or ``OLLAMA_HOST`` something that is not an address.
         """
         servers = list(self.servers)
         if not self.register_from_env:
@@ -370,11 +380,36 @@ class InferenceSettings(_Section):
                 )
             urls.add(_bare_url(url))
             servers.append(InferenceServerSettings(kind="lmstudio", base_url=url))
+        ollama = env.get(OLLAMA_HOST_ENV, "").strip()
+        if ollama and "ollama" not in kinds:
+            url = ollama_url(ollama)
+            if _bare_url(url) not in urls:
+                servers.append(InferenceServerSettings(kind="ollama", base_url=url))
         if env.get(TOGETHER_KEY_ENV) and "together" not in kinds:
             servers.append(InferenceServerSettings(kind="together"))
         if env.get(HF_TOKEN_ENV) and "huggingface" not in kinds:
             servers.append(InferenceServerSettings(kind="huggingface"))
         return tuple(servers)
+
+
+def ollama_url(host: str) -> str:
+    """The URL a client reaches Ollama at, from ``OLLAMA_HOST`` as Ollama reads it:
+    ``0.0.0.0`` (listen everywhere) is reached on ``127.0.0.1``; the port defaults to 11434
+    (443 with ``https``).
+
+    Raises:
+        ConfigError: ``host`` is not of the form ``[http(s)://]host[:port][/path]``.
+    """
+    found = _OLLAMA_HOST.fullmatch(host.strip())
+    if found is None or (found["port"] is not None and not 0 < int(found["port"]) < 65536):
+        raise ConfigError(
+            f"{OLLAMA_HOST_ENV} holds {host!r}, which is not an address such as "
+            "127.0.0.1:11434 or http://gpu-box:11434"
+        )
+    scheme = found["scheme"] or "http"
+    name = "127.0.0.1" if found["host"] in _BIND_ALL else found["host"]
+    port = found["port"] or ("443" if scheme == "https" else "11434")
+    return f"{scheme}://{name}:{port}{(found['path'] or '').rstrip('/')}"
 
 
 def _bare_url(url: str) -> str:

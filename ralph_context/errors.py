@@ -146,20 +146,29 @@ class ModelNotServed(InferenceError):
         model_id: The id that was asked for.
         known: Every model id the reachable servers list, sorted.
         unreachable: Servers that could not be asked (they might serve it).
+        refused: What servers said that listed the model but answered 404 for it.
     """
 
     def __init__(
-        self, model_id: str, known: tuple[str, ...], unreachable: tuple[str, ...] = ()
+        self,
+        model_id: str,
+        known: tuple[str, ...],
+        unreachable: tuple[str, ...] = (),
+        *,
+        refused: tuple[str, ...] = (),
     ) -> None:
         self.model_id = model_id
         self.known = known
         self.unreachable = unreachable
+        self.refused = refused
         shown = ", ".join(known[:_MAX_SHOWN]) or "none"
         if len(known) > _MAX_SHOWN:
             shown += f" and {len(known) - _MAX_SHOWN} more (see list_models)"
         message = f"no configured server serves model {model_id!r}; known models: {shown}"
         if unreachable:
             message += f" (not asked, unreachable: {', '.join(unreachable)})"
+        if refused:
+            message += f"; listed but not served: {'; '.join(refused)}"
         super().__init__(message)
 
 

@@ -25,7 +25,7 @@ def environment(config: Path) -> dict[str, str]:
     inherited = {
         key: value
         for key, value in os.environ.items()
-        if key not in ("LMSTUDIO_SERVERS", "TOGETHER_API_KEY", "HF_TOKEN")
+        if key not in ("LMSTUDIO_SERVERS", "OLLAMA_HOST", "TOGETHER_API_KEY", "HF_TOKEN")
     }
     return {**inherited, "RALPH_CONTEXT_CONFIG": str(config)}
 

@@ -52,7 +52,7 @@ log = structlog.get_logger("ralph_context.inference")
 
 NO_MODEL_CONFIGURED = (
     "no language model configured: add learning.mcp_context.inference.servers to ralph.yaml, "
-    "or set LMSTUDIO_SERVERS, TOGETHER_API_KEY or HF_TOKEN"
+    "or set LMSTUDIO_SERVERS, OLLAMA_HOST, TOGETHER_API_KEY or HF_TOKEN"
 )
 
 

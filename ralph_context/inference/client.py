@@ -14,6 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 import anyio
@@ -256,12 +258,23 @@ def _error_detail(raw: bytes) -> str:
     return str(error)[:_MAX_DETAIL]
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    """Seconds from a numeric ``Retry-After`` header (an HTTP date is ignored)."""
-    try:
-        return max(0.0, float(response.headers.get("retry-after", "")))
-    except ValueError:
+def _retry_after(response: httpx.Response, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: a number of seconds or an HTTP date
+    (RFC 9110); ``None`` when absent or unreadable."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
         return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # an obsolete date form without a zone means GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def _describe(exc: BaseException) -> str:

@@ -6,13 +6,15 @@ holds, so a model loaded after start is found without a restart; concurrent miss
 one refresh. When several servers list a model, the one with the most free capacity slots
 answers, ties going to the first configured. A server that cannot be reached is dropped
 from routing until the next refresh, and the request moves on to the next server listing
-the model.
+the model. A server that lists a model but answers 404 for it (unloaded since it was listed)
+is dropped for that model the same way; when no server is left the caller gets
+``ModelNotServed`` with the servers' own words, not a bare server error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 import structlog
@@ -20,6 +22,7 @@ import structlog
 from ralph_context.errors import (
     ConfigError,
     InferenceError,
+    InferenceServerError,
     InferenceTimeout,
     ModelNotServed,
     ServerUnreachable,
@@ -28,6 +31,8 @@ from ralph_context.inference.client import Progress, ServerClient
 from ralph_context.inference.messages import ChatRequest, Completion
 
 __all__ = ["ModelListing", "Router", "ServerStatus"]
+
+_NOT_FOUND = 404
 
 log = structlog.get_logger("ralph_context.inference")
 
@@ -125,6 +130,7 @@ class Router:
 
     async def _route(self, request: ChatRequest, progress: Progress) -> Completion:
         failure: ServerUnreachable | None = None
+        not_found: list[str] = []
         for client in await self._candidates(request.model_id):
             try:
                 return await client.chat(request, progress)
@@ -132,8 +138,33 @@ class Router:
                 failure = exc
                 self._statuses[client.name] = self._status(client, error=str(exc))
                 log.warning("inference_server_unreachable", server=client.name, error=str(exc))
+            except InferenceServerError as exc:
+                if exc.status != _NOT_FOUND:
+                    raise
+                # Listed but not served (unloaded since, or listed as downloadable only):
+                # routing stops sending it here until the server lists it again.
+                not_found.append(str(exc))
+                self._forget(client, request.model_id)
+                log.warning(
+                    "inference_model_not_found",
+                    server=client.name,
+                    model=request.model_id,
+                    error=str(exc),
+                )
+        if not_found:
+            listing = self.listing()
+            unreachable = tuple(server.name for server in listing.unreachable)
+            raise ModelNotServed(
+                request.model_id, listing.models, unreachable, refused=tuple(not_found)
+            )
         assert failure is not None, "_candidates returns at least one server"
         raise failure
+
+    def _forget(self, client: ServerClient, model_id: str) -> None:
+        status = self._statuses.get(client.name)
+        if status is not None:
+            models = tuple(model for model in status.models if model != model_id)
+            self._statuses[client.name] = replace(status, models=models)
 
     async def _candidates(self, model_id: str) -> list[ServerClient]:
         serving = self._serving(model_id)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import anyio
 import httpx
@@ -11,7 +13,7 @@ import pytest
 from pydantic import JsonValue
 
 from ralph_context.errors import InferenceServerError, ServerUnreachable
-from ralph_context.inference import ChatRequest, Completion, ToolCall
+from ralph_context.inference import ChatRequest, Completion, RetryPolicy, ToolCall
 from ralph_context.inference.stream import StreamAccumulator, sse_data
 from tests.inference.fake_openai import (
     Calls,
@@ -74,6 +76,33 @@ async def test_a_429_is_retried_and_the_next_attempt_answers(
     assert answer.text == "alpha answers fake-model: hello"
     assert answer.attempts == 2
     assert len(server.chat_requests()) == 2
+
+
+@pytest.mark.parametrize("as_date", [False, True])
+async def test_retry_after_is_waited_for_in_seconds_or_as_an_http_date(
+    server: FakeOpenAI, http: httpx.AsyncClient, as_date: bool
+) -> None:
+    # Two seconds ahead: HTTP dates have whole-second resolution, so the wait is 1-2 s.
+    value = format_datetime(datetime.now(UTC) + timedelta(seconds=2), usegmt=True)
+    server.script(Status(429, "slow down", retry_after=value if as_date else "1.5"))
+    patient = RetryPolicy(retries=1, backoff_initial=0.001, backoff_max=10.0)
+    started = anyio.current_time()
+    with anyio.fail_after(10):
+        answer = await client_for(server.url, http, retry=patient).chat(ASK)
+    waited = anyio.current_time() - started
+    assert answer.attempts == 2
+    assert 0.9 <= waited < 3.0  # not the 1 ms backoff, and not ignored
+
+
+async def test_retry_after_is_capped_by_backoff_max(
+    server: FakeOpenAI, http: httpx.AsyncClient
+) -> None:
+    server.script(Status(503, "down for maintenance", retry_after="3600"))
+    started = anyio.current_time()
+    with anyio.fail_after(5):
+        answer = await client_for(server.url, http).chat(ASK)  # backoff_max 0.01 s
+    assert answer.attempts == 2
+    assert anyio.current_time() - started < 2.0
 
 
 async def test_server_errors_and_dropped_connections_are_retried_until_one_succeeds(

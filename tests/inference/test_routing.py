@@ -114,6 +114,43 @@ async def test_a_request_moves_on_when_the_server_it_was_routed_to_is_gone(
     assert [s.name for s in listing.unreachable] == ["first"]
 
 
+async def test_a_model_unloaded_since_its_listing_is_model_not_served_with_the_servers_words(
+    server: FakeOpenAI, http: httpx.AsyncClient
+) -> None:
+    router = Router([client_for(server.url, http, name="a")])
+    with anyio.fail_after(5):
+        await router.list_models()
+        server.models.remove("fake-model")  # unloaded: chat now answers 404
+        with pytest.raises(ModelNotServed) as caught:
+            await router.complete(ask("fake-model"), timeout_seconds=5)
+    message = str(caught.value)
+    assert "no configured server serves model 'fake-model'" in message
+    assert "listed but not served: a refused the request with 404" in message
+    assert "model 'fake-model' not found" in message
+    assert len(server.chat_requests()) == 1  # a 404 is not retried
+    assert "fake-model" not in router.listing().models
+    # Loaded again: the next request finds it by asking the server again.
+    server.models.append("fake-model")
+    with anyio.fail_after(5):
+        answer = await router.complete(ask("fake-model"), timeout_seconds=5)
+    assert answer.server == "a"
+
+
+async def test_a_404_from_one_server_moves_the_request_to_the_next_listing_the_model(
+    server: FakeOpenAI, second: FakeOpenAI, http: httpx.AsyncClient
+) -> None:
+    server.models.append("shared-model")
+    router = Router(
+        [client_for(server.url, http, name="a"), client_for(second.url, http, name="b")]
+    )
+    with anyio.fail_after(5):
+        await router.list_models()
+        server.models.remove("shared-model")
+        answer = await router.complete(ask("shared-model"), timeout_seconds=5)
+    assert answer.server == "b"
+    assert router.listing().servers[0].models == ("fake-model",)
+
+
 async def test_a_busy_server_is_passed_over_for_an_idle_one_serving_the_same_model(
     server: FakeOpenAI, second: FakeOpenAI, http: httpx.AsyncClient
 ) -> None:

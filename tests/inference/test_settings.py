@@ -60,6 +60,37 @@ def test_a_malformed_lmstudio_servers_variable_is_a_config_error_naming_it() -> 
         InferenceSettings().resolved_servers({"LMSTUDIO_SERVERS": "gpu-box:1234"})
 
 
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("127.0.0.1:11434", "http://127.0.0.1:11434"),
+        ("0.0.0.0", "http://127.0.0.1:11434"),  # listen everywhere: reached locally
+        (":8080", "http://127.0.0.1:8080"),
+        ("gpu-box", "http://gpu-box:11434"),
+        ("https://ollama.example.com", "https://ollama.example.com:443"),
+        ("http://gpu-box:9000/ollama/", "http://gpu-box:9000/ollama"),
+        ("[::1]:11434", "http://[::1]:11434"),
+    ],
+)
+def test_ollama_host_registers_ollama_where_ollama_itself_would_listen(host: str, url: str) -> None:
+    [server] = InferenceSettings().resolved_servers({"OLLAMA_HOST": host})
+    assert (server.kind, server.base_url) == ("ollama", url)
+    adapter = adapter_for(server.kind, server.base_url, server.api_key_env, environ={})
+    assert adapter.models_url == f"{url}/v1/models"
+
+
+def test_ollama_host_is_not_registered_over_a_configured_ollama_server() -> None:
+    configured = InferenceServerSettings(kind="ollama", base_url="http://gpu-box:11434")
+    settings = InferenceSettings(servers=(configured,))
+    assert settings.resolved_servers({"OLLAMA_HOST": "127.0.0.1"}) == (configured,)
+
+
+@pytest.mark.parametrize("host", ["gpu box:11434", "ftp://gpu-box", "gpu-box:99999"])
+def test_a_malformed_ollama_host_is_a_config_error_naming_it(host: str) -> None:
+    with pytest.raises(ConfigError, match=f"OLLAMA_HOST holds {host!r}"):
+        InferenceSettings().resolved_servers({"OLLAMA_HOST": host})
+
+
 def test_invalid_server_entries_are_reported_with_their_key() -> None:
     base = Settings.load(None)
     with pytest.raises(ConfigError, match="needs a base_url"):

@@ -575,5 +575,5 @@ async def test_without_a_configured_model_every_tool_says_how_to_configure_one(
         assert message == (
             f"{tool}: no language model configured: add "
             "learning.mcp_context.inference.servers to ralph.yaml, or set LMSTUDIO_SERVERS, "
-            "TOGETHER_API_KEY or HF_TOKEN"
+            "OLLAMA_HOST, TOGETHER_API_KEY or HF_TOKEN"
         ), message
