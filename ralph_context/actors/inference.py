@@ -1,17 +1,16 @@
 """Inference actor: owns the HTTP pool and the router to the configured language models.
 
-Requests are answered concurrently, each in its own task, because a completion may stream
-for minutes and must not hold up a model listing or a 10-second judge call behind it. The
-inbox stays bounded and so do the tasks: the loop takes the next request only when one of
-``max_in_flight`` slots is free, so a flood of callers still meets backpressure. Each
-server's own ``max_concurrency`` then decides how many requests reach it at once.
+Requests are answered concurrently (``Actor``'s ``max_in_flight``), each in its own task,
+because a completion may stream for minutes and must not hold up a model listing or a
+10-second judge call behind it. The inbox stays bounded and so do the tasks. Each server's
+own ``max_concurrency`` then decides how many requests reach it at once.
 
 With no server configured or registered from the environment the actor is ``down`` at
-once and callers get ``ActorUnavailable`` without waiting, saying how to configure one; the
-engine keeps its extractive fallbacks. That is an optional feature left off, not a failure,
-so the actor marks itself down instead of crashing: the supervisor would log a crash and an
-error on every start of every engine without a language model. A configuration that is
-wrong (a malformed ``LMSTUDIO_SERVERS``) does crash permanently, and is logged as such.
+once (setup raises ``NotConfigured``) and callers get ``ActorUnavailable`` without waiting,
+saying how to configure one; the engine keeps its extractive fallbacks. That is an optional
+feature left off, not a failure: a crash would be logged as an error on every start of every
+engine without a language model. A configuration that is wrong (a malformed
+``LMSTUDIO_SERVERS``) does crash permanently, and is logged as such.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from ralph_context.errors import (
     ConfigError,
     InferenceTimeout,
     InvalidInput,
-    RalphContextError,
 )
 from ralph_context.inference import (
     ChatRequest,
@@ -44,7 +42,7 @@ from ralph_context.inference import (
     ToolSpec,
     adapter_for,
 )
-from ralph_context.runtime import Actor, ActorState, Envelope, PermanentFailure
+from ralph_context.runtime import Actor, ActorState, NotConfigured, PermanentFailure
 
 __all__ = ["NO_MODEL_CONFIGURED", "Complete", "InferenceActor", "ListModels"]
 
@@ -54,10 +52,6 @@ NO_MODEL_CONFIGURED = (
     "no language model configured: add learning.mcp_context.inference.servers to ralph.yaml, "
     "or set LMSTUDIO_SERVERS, OLLAMA_HOST, TOGETHER_API_KEY or HF_TOKEN"
 )
-
-
-class NotConfigured(PermanentFailure):
-    """No server to talk to: the actor is down by design, not broken."""
 
 
 # The actor's own deadline runs this much past the request's, so the typed InferenceTimeout
@@ -102,15 +96,11 @@ class InferenceActor(Actor[InferenceRequest, InferenceReply]):
         environ: Mapping[str, str] | None = None,
         max_in_flight: int = 64,
     ) -> None:
-        super().__init__("inference", inbox_size=64)
+        super().__init__("inference", inbox_size=64, max_in_flight=max_in_flight)
         self.settings = settings
-        self.max_in_flight = max_in_flight
         self._environ = environ
         self._http: httpx.AsyncClient | None = None
         self._router: Router | None = None
-        # False once setup found no server at all: down by choice, not by failure, so the
-        # engine's health does not count it (see EngineHealth.not_configured).
-        self.configured = True
 
     @property
     def timeouts(self) -> InferenceTimeouts:
@@ -203,6 +193,9 @@ class InferenceActor(Actor[InferenceRequest, InferenceReply]):
         try:
             servers = settings.resolved_servers(self._environ)
             if not servers:
+                # Down by choice, not by failure: `configured` turns False and the engine's
+                # health does not count it (see EngineHealth.not_configured).
+                log.info("inference_not_configured", reason=NO_MODEL_CONFIGURED)
                 raise NotConfigured(NO_MODEL_CONFIGURED)
             adapters = [
                 adapter_for(
@@ -253,44 +246,3 @@ class InferenceActor(Actor[InferenceRequest, InferenceReply]):
         return await router.complete(
             request.request, timeout_seconds=request.timeout, asked_at=request.asked_at
         )
-
-    async def _serve(self) -> None:
-        """One incarnation, like :meth:`Actor._serve`, but each request in its own task."""
-        try:
-            try:
-                await self.setup()
-            except NotConfigured as exc:
-                log.info("inference_not_configured", reason=str(exc))
-                self.configured = False
-                self.health.set(ActorState.DOWN, exc)
-                await self._reject_until_closed()
-                return
-            self.health.set(ActorState.RUNNING)
-            slots = anyio.Semaphore(self.max_in_flight)
-            async with anyio.create_task_group() as tg:
-                while True:
-                    await slots.acquire()
-                    try:
-                        envelope = await self._inbox_recv.receive()
-                    except anyio.EndOfStream:
-                        slots.release()
-                        break  # inbox closed: the task group waits for answers in flight
-                    tg.start_soon(self._answer, envelope, slots)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self.teardown()
-
-    async def _answer(
-        self, envelope: Envelope[InferenceRequest, InferenceReply], slots: anyio.Semaphore
-    ) -> None:
-        try:
-            reply = await self.handle(envelope.request)
-        except RalphContextError as error:
-            envelope.refuse(error)
-        else:
-            envelope.resolve(reply)
-        finally:
-            # After an answer this is a no-op; after a crash or cancellation the caller
-            # fails fast instead of waiting out its timeout.
-            envelope.abandon()
-            slots.release()

@@ -5,7 +5,7 @@ Knows nothing of context; the actors in ``ralph_context.actors`` build on it.
 
 from __future__ import annotations
 
-from ralph_context.runtime.actor import Actor, Envelope, PermanentFailure
+from ralph_context.runtime.actor import Actor, Envelope, NotConfigured, PermanentFailure
 from ralph_context.runtime.health import ActorState, Health, HealthSnapshot
 from ralph_context.runtime.supervisor import Supervisor
 
@@ -15,6 +15,7 @@ __all__ = [
     "Envelope",
     "Health",
     "HealthSnapshot",
+    "NotConfigured",
     "PermanentFailure",
     "Supervisor",
 ]

@@ -19,7 +19,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from ralph_context.errors import ActorUnavailable, RalphContextError
 from ralph_context.runtime.health import ActorState, Health
 
-__all__ = ["Actor", "Envelope", "PermanentFailure"]
+__all__ = ["Actor", "Envelope", "NotConfigured", "PermanentFailure"]
 
 RequestT = TypeVar("RequestT")
 ReplyT = TypeVar("ReplyT")
@@ -31,6 +31,15 @@ class PermanentFailure(Exception):
     """Raised by an actor whose resource cannot come back by retrying (e.g. no model files).
 
     The supervisor marks such an actor ``down`` at once instead of burning its restarts.
+    """
+
+
+class NotConfigured(PermanentFailure):
+    """Raised by :meth:`Actor.setup` when the actor serves an optional feature nobody
+    configured (no language model server): it is ``down`` by design, not broken.
+
+    The actor marks itself down and sets ``configured`` to False instead of crashing, so
+    the supervisor logs no crash and health reports can leave it out of the status.
     """
 
 
@@ -79,12 +88,23 @@ class Actor(ABC, Generic[RequestT, ReplyT]):
         name: Shown in health reports and logs.
         inbox_size: Bound on queued requests; a full inbox makes callers wait (backpressure).
         max_batch: How many queued requests one :meth:`handle_batch` call may take at once.
+        max_in_flight: Requests answered at once, each in its own task. 1 (the default)
+            answers in order, which actors that own a single-writer resource rely on; an
+            actor whose requests only wait on the network (inference) takes more, so a long
+            request does not hold up a short one. Batching applies only at 1.
     """
 
-    def __init__(self, name: str, *, inbox_size: int = 64, max_batch: int = 1) -> None:
+    def __init__(
+        self, name: str, *, inbox_size: int = 64, max_batch: int = 1, max_in_flight: int = 1
+    ) -> None:
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
         self.name = name
         self.max_batch = max_batch
+        self.max_in_flight = max_in_flight
         self.health = Health(name)
+        # False once setup() raised NotConfigured: down by choice, not by failure.
+        self.configured = True
         self._inbox_send: MemoryObjectSendStream[Envelope[RequestT, ReplyT]]
         self._inbox_recv: MemoryObjectReceiveStream[Envelope[RequestT, ReplyT]]
         self._inbox_send, self._inbox_recv = anyio.create_memory_object_stream[
@@ -166,24 +186,61 @@ class Actor(ABC, Generic[RequestT, ReplyT]):
     async def _serve(self) -> None:
         """One incarnation: set up, answer until the inbox closes, tear down."""
         try:
-            await self.setup()
+            try:
+                await self.setup()
+            except NotConfigured as exc:
+                self.configured = False
+                self.health.set(ActorState.DOWN, exc)
+                await self._reject_until_closed()
+                return
             self.health.set(ActorState.RUNNING)
-            async for first in self._inbox_recv:
-                batch = [first]
-                while len(batch) < self.max_batch:
-                    try:
-                        batch.append(self._inbox_recv.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                try:
-                    await self.handle_batch(batch)
-                finally:
-                    # Whatever a crash left unanswered fails fast instead of timing out.
-                    for envelope in batch:
-                        envelope.abandon()
+            if self.max_in_flight == 1:
+                await self._serve_in_order()
+            else:
+                await self._serve_concurrently()
         finally:
             with anyio.CancelScope(shield=True):
                 await self.teardown()
+
+    async def _serve_in_order(self) -> None:
+        async for first in self._inbox_recv:
+            batch = [first]
+            while len(batch) < self.max_batch:
+                try:
+                    batch.append(self._inbox_recv.receive_nowait())
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+            await self._answer(batch)
+
+    async def _serve_concurrently(self) -> None:
+        """Each request in its own task. The next request is taken from the inbox only when
+        one of ``max_in_flight`` slots is free, so a flood of callers still meets the
+        inbox's backpressure; a crash in one task crashes the incarnation, as in order."""
+        slots = anyio.Semaphore(self.max_in_flight)
+
+        async def answer(envelope: Envelope[RequestT, ReplyT]) -> None:
+            try:
+                await self._answer([envelope])
+            finally:
+                slots.release()
+
+        async with anyio.create_task_group() as tg:
+            while True:
+                await slots.acquire()
+                try:
+                    envelope = await self._inbox_recv.receive()
+                except anyio.EndOfStream:
+                    break  # inbox closed: the task group waits for the answers in flight
+                tg.start_soon(answer, envelope)
+
+    async def _answer(self, batch: list[Envelope[RequestT, ReplyT]]) -> None:
+        try:
+            await self.handle_batch(batch)
+        finally:
+            # Whatever a crash or a cancellation left unanswered fails fast instead of
+            # timing out; after an answer this is a no-op.
+            for envelope in batch:
+                envelope.abandon()
 
     async def _reject_until_closed(self) -> None:
         """While down: fail every queued and future request at once."""
