@@ -3,6 +3,8 @@ an actor that is down by design."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import anyio
 import pytest
 
@@ -66,7 +68,7 @@ async def test_in_order_by_default(anyio_backend: str) -> None:
         await supervisor.start(actor)
         async with anyio.create_task_group() as tg:
             for delay in (0.05, 0.01, 0.02):
-                tg.start_soon(lambda d=delay: actor.call(d, timeout=5))
+                tg.start_soon(partial(actor.call, delay, timeout=5))
                 await anyio.sleep(0.005)
     assert actor.most == 1
     assert actor.finished == [0.05, 0.01, 0.02]
