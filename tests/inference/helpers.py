@@ -32,8 +32,8 @@ def client_for(
     return ServerClient(adapter, http, max_concurrency=max_concurrency, retry=retry)
 
 
-def settings_for(*servers: Mapping[str, object], **overrides: object) -> InferenceSettings:
-    """An ``inference`` section with these servers, fast retries and no env registration."""
+def inference_section(*servers: Mapping[str, object], **overrides: object) -> dict[str, object]:
+    """``inference`` keys for these servers: fast retries, nothing registered from the env."""
     fields: dict[str, object] = {
         "servers": list(servers),
         "register_from_env": False,
@@ -42,4 +42,9 @@ def settings_for(*servers: Mapping[str, object], **overrides: object) -> Inferen
         "backoff_max_seconds": 0.01,
     }
     fields.update(overrides)
-    return InferenceSettings.model_validate(fields)
+    return fields
+
+
+def settings_for(*servers: Mapping[str, object], **overrides: object) -> InferenceSettings:
+    """An ``inference`` section with these servers, fast retries and no env registration."""
+    return InferenceSettings.model_validate(inference_section(*servers, **overrides))

@@ -13,6 +13,7 @@ from ralph_context.lifecycle.abstractive import MAX_INPUT_CHARS
 from ralph_context.lifecycle.summarize import sentences
 from tests.helpers import Loader, SettingsFactory, advance
 from tests.inference.fake_openai import FakeOpenAI, Slow, Status, Text
+from tests.inference.helpers import inference_section
 
 AGES = {
     "aging_after_iterations": 1,
@@ -47,13 +48,7 @@ def settings(make_settings: SettingsFactory, url: str | None, **lifecycle: objec
     servers = [] if url is None else [{"kind": "lmstudio", "base_url": url}]
     return make_settings(
         lifecycle={**AGES, **lifecycle},
-        inference={
-            "servers": servers,
-            "register_from_env": False,
-            "retries": 0,
-            "backoff_initial_seconds": 0.001,
-            "backoff_max_seconds": 0.01,
-        },
+        inference=inference_section(*servers, retries=0),
     )
 
 

@@ -5,12 +5,16 @@ cannot write (outcomes dated in the past)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import mcp
 import pytest
 
+from ralph_context.config import EmbeddingsSettings, Settings
+from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.engine import Engine
+from ralph_context.errors import ModelError
 from ralph_context.server.app import EngineHolder, build_server
 from tests.helpers import Loader, SettingsFactory
 
@@ -27,15 +31,26 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-async def served(make_settings: SettingsFactory, shared_model: Loader) -> AsyncIterator[Served]:
-    settings = make_settings(lifecycle={"auto_run": False})
+@asynccontextmanager
+async def serving(settings: Settings, loader: Loader) -> AsyncIterator[Served]:
+    """The server built on ``settings``, its engine started with ``loader``'s model."""
     holder = EngineHolder(settings)
     server = build_server(holder)
-    async with Engine(settings, model_loader=shared_model) as engine:
+    async with Engine(settings, model_loader=loader) as engine:
         holder.engine = engine
         async with mcp.Client(server) as client:
             yield Served(client, engine)
+
+
+def no_model(_settings: EmbeddingsSettings) -> LocalEmbedder:
+    """A loader whose model is missing: the engine starts on the text tier."""
+    raise ModelError("no embedding model at /nowhere; run `ralph-context model install`")
+
+
+@pytest.fixture
+async def served(make_settings: SettingsFactory, shared_model: Loader) -> AsyncIterator[Served]:
+    async with serving(make_settings(lifecycle={"auto_run": False}), shared_model) as running:
+        yield running
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ import anyio
 import mcp
 import pytest
 
-from ralph_context.engine import Engine
 from ralph_context.packs.evaluation.judging import JUDGE_SYSTEM
-from ralph_context.server.app import EngineHolder, build_server
 from tests.helpers import Loader, SettingsFactory
 from tests.inference.fake_openai import Calls, FakeOpenAI, Recorded, Slow, Status, Text
+from tests.inference.helpers import inference_section
+from tests.packs.conftest import serving
 from tests.server.mcp_scenario import call, error_of, text_of
 
 LLM_TOOLS = ("list_models", "complete", "react_step", "judge", "generate_variants")
@@ -49,25 +49,15 @@ def fakes() -> Iterator[tuple[FakeOpenAI, FakeOpenAI]]:
         yield a, b
 
 
-async def serving(
+async def with_servers(
     make_settings: SettingsFactory, shared_model: Loader, servers: list[dict[str, object]]
 ) -> AsyncIterator[mcp.Client]:
     settings = make_settings(
         lifecycle={"auto_run": False},
-        inference={
-            "servers": servers,
-            "register_from_env": False,
-            "retries": 2,
-            "backoff_initial_seconds": 0.001,
-            "backoff_max_seconds": 0.01,
-        },
+        inference=inference_section(*servers, retries=2),
     )
-    holder = EngineHolder(settings)
-    server = build_server(holder)
-    async with Engine(settings, model_loader=shared_model) as engine:
-        holder.engine = engine
-        async with mcp.Client(server) as client:
-            yield client
+    async with serving(settings, shared_model) as running:
+        yield running.client
 
 
 @pytest.fixture
@@ -83,7 +73,7 @@ async def llm(
         {"kind": "openai", "base_url": f"{b.url}/v1", "name": "b"},
         {"kind": "openai", "base_url": f"{dead}/v1", "name": "dead"},
     ]
-    async for client in serving(make_settings, shared_model, servers):
+    async for client in with_servers(make_settings, shared_model, servers):
         yield Llm(client, a, b, dead)
 
 
@@ -568,7 +558,7 @@ async def test_without_a_configured_model_every_tool_says_how_to_configure_one(
     }
     messages = {}
     with anyio.fail_after(20):
-        async for client in serving(make_settings, shared_model, []):
+        async for client in with_servers(make_settings, shared_model, []):
             for tool in LLM_TOOLS:
                 messages[tool] = await error_of(client, tool, **arguments[tool])
     for tool, message in messages.items():

@@ -3,19 +3,14 @@ filters, hybrid search, project context, and refusals that write nothing."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import mcp
 
-from ralph_context.config import EmbeddingsSettings, Settings
-from ralph_context.embeddings.local import LocalEmbedder
-from ralph_context.engine import Engine
-from ralph_context.errors import ModelError
 from ralph_context.server.app import EngineHolder, build_server
 from tests.helpers import Loader, SettingsFactory
+from tests.packs.conftest import no_model, serving
 from tests.server.mcp_scenario import call, error_of
 
 PACK_TOOLS = {
@@ -389,26 +384,13 @@ async def test_bad_input_is_refused_clearly_and_writes_nothing(client: mcp.Clien
         assert (await call(client, "capture_decision", title="t", decision="d"))["id"] == "D-001"
 
 
-def _no_model(_settings: EmbeddingsSettings) -> LocalEmbedder:
-    raise ModelError("no embedding model at /nowhere; run `ralph-context model install`")
-
-
-@asynccontextmanager
-async def _served(settings: Settings, loader: Loader) -> AsyncIterator[mcp.Client]:
-    holder = EngineHolder(settings)
-    server = build_server(holder)
-    async with Engine(settings, model_loader=loader) as engine:
-        holder.engine = engine
-        async with mcp.Client(server) as client:
-            yield client
-
-
 async def test_without_the_model_learnings_are_kept_and_found_by_words(
     make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
     settings = make_settings(lifecycle={"auto_run": False})
     with anyio.fail_after(60):
-        async with _served(settings, _no_model) as client:
+        async with serving(settings, no_model) as running:
+            client = running.client
             captured = await call(
                 client,
                 "capture_learning",
@@ -423,7 +405,8 @@ async def test_without_the_model_learnings_are_kept_and_found_by_words(
             assert "embedding model unavailable" in found["degraded_reason"]
             assert [hit["id"] for hit in found["learnings"]] == ["L-001"]
         # The same store with the model: the old learning competes on its words alone.
-        async with _served(settings, shared_model) as client:
+        async with serving(settings, shared_model) as running:
+            client = running.client
             second = await learn(client, "Cache invalidation on deploy", tags=["cache"])
             assert second == "L-002"
             found = await call(client, "query_learnings", search="JWT signing key")

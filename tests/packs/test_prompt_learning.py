@@ -10,15 +10,11 @@ import anyio
 import mcp
 import pytest
 
-from ralph_context.config import EmbeddingsSettings
-from ralph_context.embeddings.local import LocalEmbedder
-from ralph_context.engine import Engine
-from ralph_context.errors import ModelError
 from ralph_context.packs.prompts.metrics import Observation
 from ralph_context.packs.prompts.store import Feedback, PromptTables
 from ralph_context.server.app import EngineHolder, build_server
 from tests.helpers import SettingsFactory
-from tests.packs.conftest import Served
+from tests.packs.conftest import Served, no_model, serving
 from tests.server.mcp_scenario import call, error_of
 
 PACK_TOOLS = {
@@ -389,25 +385,16 @@ async def test_analytics_on_a_seeded_history(served: Served) -> None:
         assert set(reviews["by_domain"]) == {"code_review"}
 
 
-def _no_model(_settings: EmbeddingsSettings) -> LocalEmbedder:
-    raise ModelError("no embedding model at /nowhere; run `ralph-context model install`")
-
-
 async def test_without_the_model_retrieval_falls_back_to_full_text(
     make_settings: SettingsFactory,
 ) -> None:
     settings = make_settings(lifecycle={"auto_run": False})
-    holder = EngineHolder(settings)
-    server = build_server(holder)
     with anyio.fail_after(60):
-        async with Engine(settings, model_loader=_no_model) as engine:
-            holder.engine = engine
-            async with mcp.Client(server) as client:
-                stored = await new_prompt(client, "Translate the README into German.", True)
-                await new_prompt(client, "Draft a cover letter.", True)
-                found = await call(
-                    client, "retrieve_prompts", query="German translation of the README"
-                )
+        async with serving(settings, no_model) as running:
+            client = running.client
+            stored = await new_prompt(client, "Translate the README into German.", True)
+            await new_prompt(client, "Draft a cover letter.", True)
+            found = await call(client, "retrieve_prompts", query="German translation of the README")
     assert found["tier"] == "text"
     assert "embedding model unavailable" in found["degraded_reason"]
     assert [r["prompt_id"] for r in found["results"]] == [stored]

@@ -12,10 +12,10 @@ import anyio
 import mcp
 import pytest
 
-from ralph_context.engine import Engine
-from ralph_context.server.app import EngineHolder, build_server
 from tests.helpers import Loader, SettingsFactory
 from tests.inference.fake_openai import FakeOpenAI, Status, Text
+from tests.inference.helpers import inference_section
+from tests.packs.conftest import serving
 from tests.packs.test_prompt_learning import SIMILAR, new_prompt
 from tests.server.mcp_scenario import call
 
@@ -37,21 +37,14 @@ async def serve(
     url: str | None,
     rewrite_model: str | None,
 ) -> AsyncIterator[mcp.Client]:
+    servers = [] if url is None else [{"kind": "lmstudio", "base_url": url}]
     settings = make_settings(
         lifecycle={"auto_run": False},
         packs={"prompt_learning": {"rewrite_model": rewrite_model}},
-        inference={
-            "servers": [] if url is None else [{"kind": "lmstudio", "base_url": url}],
-            "register_from_env": False,
-            "retries": 0,
-        },
+        inference=inference_section(*servers, retries=0),
     )
-    holder = EngineHolder(settings)
-    server = build_server(holder)
-    async with Engine(settings, model_loader=shared_model) as engine:
-        holder.engine = engine
-        async with mcp.Client(server) as client:
-            yield client
+    async with serving(settings, shared_model) as running:
+        yield running.client
 
 
 @pytest.fixture

@@ -19,12 +19,10 @@ import mcp
 import pytest
 
 from ralph_context.config import Settings
-from ralph_context.engine import Engine
 from ralph_context.errors import InvalidInput
 from ralph_context.packs.project.studio import import_studio, read_studio
-from ralph_context.server.app import EngineHolder, build_server
 from tests.helpers import Loader
-from tests.packs.conftest import Served
+from tests.packs.conftest import Served, serving
 from tests.server.mcp_scenario import call, error_of
 
 STUDIO_SCHEMA = """
@@ -313,14 +311,9 @@ async def test_the_cli_imports_twice_without_touching_the_file(
     }
     assert first["embedded"] == LEARNINGS + 1 and first["notes"] == []
 
-    settings = Settings.load(config)
-    holder = EngineHolder(settings)
-    server = build_server(holder)
     with anyio.fail_after(120):
-        async with Engine(settings, model_loader=shared_model) as engine:
-            holder.engine = engine
-            async with mcp.Client(server) as client:
-                await assert_served(client)
+        async with serving(Settings.load(config), shared_model) as running:
+            await assert_served(running.client)
 
 
 async def test_the_cli_says_where_it_looked_for_a_missing_database(
