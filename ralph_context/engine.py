@@ -196,6 +196,17 @@ class Engine:
         inference = InferenceActor(settings.inference)
         await supervisor.start(inference, settle_within=settings.embeddings.timeout_seconds)
         self._inference = inference
+        if not inference.configured:
+            # Worth a word at start: otherwise only the lifecycle report's notes say it.
+            for key, named in (
+                ("lifecycle.summarizer_model", settings.lifecycle.summarizer_model),
+                (
+                    "packs.prompt_learning.rewrite_model",
+                    settings.packs.prompt_learning.rewrite_model,
+                ),
+            ):
+                if named is not None:
+                    log.warning("model_set_without_inference", key=key, model=named)
         lifecycle = LifecycleActor(
             settings,
             storage=storage,

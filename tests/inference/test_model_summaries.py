@@ -5,6 +5,7 @@ OpenAI-compatible server on a real socket; and the extractive fallback when the 
 from __future__ import annotations
 
 import anyio
+from structlog.testing import capture_logs
 
 from ralph_context import Engine
 from ralph_context.actors.lifecycle import LifecycleReport
@@ -151,10 +152,14 @@ async def test_with_no_language_model_configured_the_summaries_are_extractive_an
     make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
     config = settings(make_settings, None, summarizer_model="fake-model")
-    with anyio.fail_after(60):
+    with anyio.fail_after(60), capture_logs() as logs:
         async with Engine(config, model_loader=shared_model) as engine:
             report, [content] = await summarize(engine, POOL)
             health = engine.health()
+    warned = [entry for entry in logs if entry["event"] == "model_set_without_inference"]
+    assert [(entry["key"], entry["model"]) for entry in warned] == [
+        ("lifecycle.summarizer_model", "fake-model")
+    ]
     assert "pool" in content and "pizza" not in content
     assert report.summarizer == "extractive"
     [note] = report.notes
