@@ -216,6 +216,10 @@ class _Handler(BaseHTTPRequestHandler):
     def fake(self) -> FakeOpenAI:
         return self.server.fake  # type: ignore[attr-defined, no-any-return]
 
+    # Each SSE event is its own small write: without TCP_NODELAY, Nagle's algorithm holds
+    # the next one until the client's delayed ACK (~40 ms), as no real server does.
+    disable_nagle_algorithm = True
+
     def setup(self) -> None:
         super().setup()
         self.fake._connected(self.connection, True)
