@@ -5,8 +5,9 @@ The public API is what ``__all__`` lists; everything else may change without not
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ralph_context.config import Settings
-from ralph_context.engine import Engine, EngineHealth, NewItem
 from ralph_context.errors import (
     ActorUnavailable,
     ConfigError,
@@ -41,7 +42,23 @@ from ralph_context.models import (
     Tier,
 )
 
+if TYPE_CHECKING:
+    from ralph_context.engine import Engine, EngineHealth, NewItem
+
 __version__ = "0.1.0"
+
+# Loaded on first use: the engine pulls in LanceDB (~1.5 s), which the CLI's quick commands
+# (`--help`, `init`, `model install`, refusals of bad input) never need.
+_LAZY = {"Engine", "EngineHealth", "NewItem"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from ralph_context import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module 'ralph_context' has no attribute {name!r}")
+
 
 __all__ = [
     "ActorUnavailable",

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
 import anyio
 import typer
@@ -27,10 +27,12 @@ from ralph_context.cli_output import err
 from ralph_context.cli_output import fail as _fail
 from ralph_context.cli_studio import studio_app
 from ralph_context.config import Settings, default_file
-from ralph_context.engine import Engine, EngineHealth
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
 from ralph_context.models import ContextType, RetrievalResult
-from ralph_context.storage.lance_store import StoreStats
+
+if TYPE_CHECKING:
+    from ralph_context.engine import Engine, EngineHealth
+    from ralph_context.storage.lance_store import StoreStats
 
 __all__ = ["app", "main"]
 
@@ -67,6 +69,13 @@ def _settings(config: Path | None, log_level: str | None) -> Settings:
         return Settings.load(config)
     except ConfigError as exc:
         raise _fail(str(exc), 2) from None
+
+
+def _engine(settings: Settings) -> Engine:
+    """The engine, imported on first use so that commands without one start fast."""
+    from ralph_context.engine import Engine
+
+    return Engine(settings)
 
 
 def _run(work: Callable[[], Awaitable[T]]) -> T:
@@ -165,7 +174,7 @@ def store(
         raise _fail(f"--metadata is not valid JSON: {exc}", 2) from None
 
     async def work() -> dict[str, Any]:
-        async with Engine(settings) as engine:
+        async with _engine(settings) as engine:
             item = await engine.store(
                 text, type_, tags=tag, metadata=meta, iteration=iteration, source="cli"
             )
@@ -195,7 +204,7 @@ def search(
     settings = _settings(config, log_level)
 
     async def work() -> RetrievalResult:
-        async with Engine(settings) as engine:
+        async with _engine(settings) as engine:
             return await engine.search(
                 query, max_items=limit, context_types=type_, min_score=min_score, tags=tag
             )
@@ -215,7 +224,7 @@ def stats(
     settings = _settings(config, log_level)
 
     async def work() -> StoreStats:
-        async with Engine(settings) as engine:
+        async with _engine(settings) as engine:
             return await engine.stats()
 
     payload = _stats_payload(_run(work))
@@ -238,7 +247,7 @@ def health(
     settings = _settings(config, log_level)
 
     async def work() -> EngineHealth:
-        async with Engine(settings) as engine:
+        async with _engine(settings) as engine:
             return engine.health()
 
     report = _run(work)
@@ -354,13 +363,13 @@ def demo(
     )
 
     async def session_one() -> None:
-        async with Engine(settings) as engine:
+        async with _engine(settings) as engine:
             for content, kind, tags in DEMO_ITEMS:
                 await engine.store(content, kind, tags=tags, source="demo")
             out.print(f"session 1: stored {len(DEMO_ITEMS)} items in {scratch}", highlight=False)
 
     async def session_two() -> None:
-        async with Engine(settings) as engine:
+        async with _engine(settings) as engine:
             out.print(f"session 2: reopened the store, tier {engine.health().tier.value}")
             for query in DEMO_QUERIES:
                 out.print(f"\n[bold]query:[/] {query}", highlight=False)
