@@ -248,13 +248,8 @@ TOGETHER_KEY_ENV = "TOGETHER_API_KEY"
 HF_TOKEN_ENV = "HF_TOKEN"
 OLLAMA_HOST_ENV = "OLLAMA_HOST"
 _HTTP_URL = re.compile(r"https?://[^\s/?#]+[^\s]*")
-# What OLLAMA_HOST may hold, as Ollama itself reads it: [scheme://]host[:port][/path].
-_OLLAMA_HOST = re.compile(
-    r"(?:(?P<scheme>https?)://)?(?P<host>\[[0-9a-fA-F:]+\]|[^\s/:?#\[\]]*)(?::(?P<port>\d{1,5}))?"
-    r"(?P<path>/[^\s?#]*)?"
-)
-# Addresses a server binds to that a client cannot connect to.
-_BIND_ALL = frozenset({"", "0.0.0.0", "[::]"})
+# Addresses a server binds to that a client reaches on the loopback address.
+_BIND_ALL = frozenset({"", "0.0.0.0", "::"})
 
 
 class InferenceServerSettings(_Section):
@@ -360,8 +355,9 @@ class InferenceSettings(_Section):
             environ: Where to look for the variables; ``None`` means ``os.environ``.
 
         Raises:
-            ConfigError: ``LMSTUDIO_SERVERS`` holds something that is not an http(s) URL,
-                or ``OLLAMA_HOST`` something that is not an address.
+            ConfigError: ``LMSTUDIO_SERVERS`` holds something that is not an http(s) URL.
+                (An unusable ``OLLAMA_HOST`` is logged and skipped: it is often set for the
+                Ollama server, not for us.)
         """
         servers = list(self.servers)
         if not self.register_from_env:
@@ -382,9 +378,13 @@ class InferenceSettings(_Section):
             servers.append(InferenceServerSettings(kind="lmstudio", base_url=url))
         ollama = env.get(OLLAMA_HOST_ENV, "").strip()
         if ollama and "ollama" not in kinds:
-            url = ollama_url(ollama)
-            if _bare_url(url) not in urls:
-                servers.append(InferenceServerSettings(kind="ollama", base_url=url))
+            reached = ollama_url(ollama)
+            if reached is None:
+                # Often set for the Ollama server itself: a value we cannot use must not
+                # take down the servers that are configured.
+                log.warning("ollama_host_ignored", value=ollama, reason="not an http(s) address")
+            elif _bare_url(reached) not in urls:
+                servers.append(InferenceServerSettings(kind="ollama", base_url=reached))
         if env.get(TOGETHER_KEY_ENV) and "together" not in kinds:
             servers.append(InferenceServerSettings(kind="together"))
         if env.get(HF_TOKEN_ENV) and "huggingface" not in kinds:
@@ -392,24 +392,52 @@ class InferenceSettings(_Section):
         return tuple(servers)
 
 
-def ollama_url(host: str) -> str:
-    """The URL a client reaches Ollama at, from ``OLLAMA_HOST`` as Ollama reads it:
-    ``0.0.0.0`` (listen everywhere) is reached on ``127.0.0.1``; the port defaults to 11434
-    (443 with ``https``).
-
-    Raises:
-        ConfigError: ``host`` is not of the form ``[http(s)://]host[:port][/path]``.
+def ollama_url(value: str) -> str | None:
+    """The URL a client reaches Ollama at, from ``OLLAMA_HOST`` read the way Ollama reads it
+    (``envconfig.Host``): surrounding quotes dropped; no scheme means ``http`` on port 11434,
+    an explicit ``http://`` or ``https://`` defaults to port 80 or 443; a missing or invalid
+    port falls back to that default. A listen-everywhere host (``0.0.0.0``, ``::``, empty) is
+    reached on ``127.0.0.1``. ``None`` when the value names another scheme or is not a usable
+    address.
     """
-    found = _OLLAMA_HOST.fullmatch(host.strip())
-    if found is None or (found["port"] is not None and not 0 < int(found["port"]) < 65536):
-        raise ConfigError(
-            f"{OLLAMA_HOST_ENV} holds {host!r}, which is not an address such as "
-            "127.0.0.1:11434 or http://gpu-box:11434"
-        )
-    scheme = found["scheme"] or "http"
-    name = "127.0.0.1" if found["host"] in _BIND_ALL else found["host"]
-    port = found["port"] or ("443" if scheme == "https" else "11434")
-    return f"{scheme}://{name}:{port}{(found['path'] or '').rstrip('/')}"
+    text = value.strip().strip("\"'")
+    scheme, separator, rest = text.partition("://")
+    port = "11434"
+    if not separator:
+        scheme, rest = "http", text
+    else:
+        scheme = scheme.lower()
+        if scheme not in ("http", "https"):
+            return None
+        port = "80" if scheme == "http" else "443"
+    hostport, _, path = rest.partition("/")
+    split = _split_host_port(hostport)
+    if split is None:
+        host = hostport.strip("[]") if hostport else "127.0.0.1"
+    else:
+        host, given = split
+        if given.isdigit() and 0 <= int(given) <= 65535:
+            port = given
+    if host in _BIND_ALL:
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    url = f"{scheme}://{host}:{port}" + (f"/{path.rstrip('/')}" if path.strip("/") else "")
+    return url if _HTTP_URL.fullmatch(url) else None
+
+
+def _split_host_port(hostport: str) -> tuple[str, str] | None:
+    """``host:port`` or ``[v6]:port`` split like Go's ``net.SplitHostPort``; ``None`` when
+    there is no port separator (or an IPv6 address is not bracketed)."""
+    if hostport.startswith("["):
+        close = hostport.find("]")
+        if close == -1 or hostport[close + 1 : close + 2] != ":":
+            return None
+        return hostport[1:close], hostport[close + 2 :]
+    if hostport.count(":") != 1:
+        return None
+    host, _, port = hostport.partition(":")
+    return host, port
 
 
 def _bare_url(url: str) -> str:

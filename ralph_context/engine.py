@@ -416,10 +416,11 @@ class Engine:
         if self._lifecycle is None:
             raise ActorUnavailable(_NOT_STARTED)
         # A pass over a large store rewrites many rows: give it far longer than a query,
-        # plus the time the summarizer model may take (its budget bounds it per pass).
+        # plus the time the summarizer model may take: its budget bounds it per pass, and
+        # this call may queue behind a background pass spending its own.
         timeout = self._timeout * 20
         if self.settings.lifecycle.summarizer_model is not None:
-            timeout += self.settings.lifecycle.summarizer_budget_seconds
+            timeout += 2 * self.settings.lifecycle.summarizer_budget_seconds
         return await self._lifecycle.call(request, timeout=timeout)
 
     async def recent_iterations(self, last_n: int = 5) -> list[IterationResult]:
@@ -625,7 +626,9 @@ class Engine:
         location = "memory" if self.settings.is_ephemeral else str(self.settings.store_path())
         model = self._embedding.model_id if self._embedding is not None else None
         unused = frozenset(
-            ["inference"] if self._inference is not None and not self._inference.configured else []
+            name
+            for name, actor in (supervisor.actors.items() if supervisor is not None else ())
+            if not actor.configured
         )
         return EngineHealth(
             actors=actors, tier=tier, model_id=model, store=location, not_configured=unused

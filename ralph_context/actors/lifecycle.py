@@ -16,7 +16,7 @@ import structlog
 from ralph_context.actors.embedding import EmbeddingActor
 from ralph_context.actors.inference import InferenceActor
 from ralph_context.actors.storage import StorageActor
-from ralph_context.actors.summarizer import EXTRACTIVE, PassSummarizer
+from ralph_context.actors.summarizer import EXTRACTIVE, NO_SUMMARY, PassSummarizer
 from ralph_context.config import Settings
 from ralph_context.errors import RalphContextError
 from ralph_context.lifecycle.policy import (
@@ -181,7 +181,8 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
             summarized=plan.to_summarize,
             archived=plan.to_archive,
             pruned=pruned,
-            summarizer=summarizer.name,
+            summarizer=summarizer.intended if dry_run else NO_SUMMARY,
+            notes=summarizer.notes if dry_run else (),
         )
         if dry_run or plan.empty:
             return report

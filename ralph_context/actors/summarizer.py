@@ -1,11 +1,13 @@
 """One lifecycle pass's summary writer: the configured model first, extractive after it.
 
 A pass may summarize dozens of items, so the model's failures are handled per pass, not per
-item. The first failure that would repeat (no model configured, the model not served, the
-server unreachable, a timeout) stops asking the model for the rest of the pass: waiting out
-the same 60-second timeout on every item would hold the lifecycle up for an hour. A reply that
-is merely unusable for one item (empty, longer than the item) only sends that item to the
-extractive summary. The model also gets a time budget per pass
+item. The first failure that would repeat (the model not served, the server unreachable or
+failing, a timeout) stops asking the model for the rest of the pass: waiting out the same
+60-second timeout on every item would hold the lifecycle up for an hour. A failure that
+belongs to one item (the server refusing that request with 400/413/422, say for a context
+window it overflows, or a reply that is unusable: empty, longer than the item) only sends that
+item to the extractive summary. With no language model server configured at all, the model
+is not asked and the report says why. The model also gets a time budget per pass
 (``lifecycle.summarizer_budget_seconds``); once it is spent the remaining items are summarized
 extractively, so one pass never waits on the model for longer than that.
 
@@ -25,7 +27,12 @@ from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.inference import InferenceActor
 from ralph_context.config import LifecycleSettings
 from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import ActorUnavailable, RalphContextError
+from ralph_context.errors import (
+    ActorUnavailable,
+    InferenceServerError,
+    InferenceTimeout,
+    RalphContextError,
+)
 from ralph_context.lifecycle.abstractive import (
     SUMMARY_MAX_TOKENS,
     SUMMARY_TEMPERATURE,
@@ -35,18 +42,23 @@ from ralph_context.lifecycle.abstractive import (
 from ralph_context.lifecycle.summarize import pick_central, sentences
 from ralph_context.models import ContextItem
 
-__all__ = ["EXTRACTIVE", "LEAD_SENTENCES", "PassSummarizer"]
+__all__ = ["EXTRACTIVE", "LEAD_SENTENCES", "NO_SUMMARY", "PassSummarizer"]
 
 log = structlog.get_logger("ralph_context.lifecycle")
 
 EXTRACTIVE = "extractive"
 LEAD_SENTENCES = "lead sentences (embedding model unavailable)"
+NO_SUMMARY = "none"
+# Statuses that refuse one request (too long for the model's context, malformed for it), not
+# the model: the next item may well go through.
+_REQUEST_REFUSED = frozenset({400, 413, 422})
 
 
 @dataclass
 class _Tally:
     written: Counter[str] = field(default_factory=Counter)
     unusable_replies: int = 0
+    refused_items: int = 0
     model_stopped: str | None = None
 
 
@@ -56,8 +68,8 @@ class PassSummarizer:
     Args:
         settings: ``lifecycle`` (the model, its per-summary timeout and per-pass budget).
         embedding: For extractive summaries.
-        inference: The language model actor; ``None`` (or no ``summarizer_model``) means
-            extractive summaries only.
+        inference: The language model actor; ``None``, an actor with no server configured,
+            or no ``summarizer_model`` mean extractive summaries only.
         embed_timeout: Bound on one item's sentence embedding.
     """
 
@@ -69,11 +81,14 @@ class PassSummarizer:
         inference: InferenceActor | None,
         embed_timeout: float,
     ) -> None:
-        self.model = settings.summarizer_model if inference is not None else None
+        wanted = settings.summarizer_model
+        usable = inference is not None and inference.configured
+        self.model = wanted if usable else None
         self.settings = settings
         self.embedding = embedding
         self.inference = inference
         self.embed_timeout = embed_timeout
+        self._unconfigured = wanted is not None and not usable
         self._deadline: float | None = None
         self._tally = _Tally()
 
@@ -89,51 +104,81 @@ class PassSummarizer:
         return pick_central(parts, vectors)
 
     @property
+    def intended(self) -> str:
+        """Who would write this pass's summaries (for dry runs)."""
+        return f"model {self.model}" if self.model else EXTRACTIVE
+
+    @property
     def name(self) -> str:
-        """Who wrote this pass's summaries, e.g. ``model qwen3 (4), extractive (1)``."""
+        """Who wrote this pass's summaries, e.g. ``model qwen3 (4), extractive (1)``;
+        ``none`` when no item was long enough to need one."""
         written = self._tally.written
         if not written:
-            return f"model {self.model}" if self.model else EXTRACTIVE
+            return NO_SUMMARY
         if len(written) == 1:
             return next(iter(written))
-        return ", ".join(f"{writer} ({count})" for writer, count in written.most_common())
+        # The model first, then the fallbacks, whatever the counts: reports stay comparable.
+        order = sorted(written, key=lambda writer: (not writer.startswith("model "), writer))
+        return ", ".join(f"{writer} ({written[writer]})" for writer in order)
 
     @property
     def notes(self) -> tuple[str, ...]:
         """Why the model did not write some summaries, for the report."""
+        tally = self._tally
         notes = []
-        if self._tally.model_stopped is not None:
+        if self._unconfigured:
+            notes.append(
+                f"summarizer_model {self.settings.summarizer_model!r} is set but no language "
+                "model server is configured (inference.servers, or LMSTUDIO_SERVERS, "
+                "OLLAMA_HOST, TOGETHER_API_KEY, HF_TOKEN); summaries are extractive"
+            )
+        if tally.model_stopped is not None:
             notes.append(
                 f"summarizer_model {self.model!r} was not asked for the rest of this pass "
-                f"({self._tally.model_stopped}); those items got extractive summaries"
+                f"({tally.model_stopped}); those items got extractive summaries"
             )
-        if self._tally.unusable_replies:
+        if tally.refused_items:
             notes.append(
-                f"{self._tally.unusable_replies} model summaries were unusable (empty, cut "
-                "off, or not shorter than the item) and were written extractively"
+                f"the server refused {tally.refused_items} item(s) (see the log); they got "
+                "extractive summaries"
+            )
+        if tally.unusable_replies:
+            notes.append(
+                f"{tally.unusable_replies} model summaries were unusable (empty, cut off, or "
+                "not shorter than the item) and were written extractively"
             )
         return tuple(notes)
 
     async def _by_model(self, item: ContextItem) -> str | None:
-        if self.model is None or self.inference is None or self._tally.model_stopped:
+        if self.model is None or self.inference is None or self._tally.model_stopped is not None:
             return None
         now = anyio.current_time()
         if self._deadline is None:
             self._deadline = now + self.settings.summarizer_budget_seconds
         remaining = self._deadline - now
+        budget = f"summarizer_budget_seconds ({self.settings.summarizer_budget_seconds:g}s) spent"
         if remaining <= 0:
-            self._stop(
-                f"summarizer_budget_seconds ({self.settings.summarizer_budget_seconds:g}s) spent"
-            )
+            self._stop(budget)
             return None
+        limit = min(self.settings.summarizer_timeout_seconds, remaining)
         try:
             completion = await self.inference.complete(
                 self.model,
                 summary_messages(item.content, item.content_type.value),
                 temperature=SUMMARY_TEMPERATURE,
                 max_tokens=SUMMARY_MAX_TOKENS,
-                timeout_seconds=min(self.settings.summarizer_timeout_seconds, remaining),
+                timeout_seconds=limit,
             )
+        except InferenceTimeout as error:
+            self._stop(budget if limit < self.settings.summarizer_timeout_seconds else str(error))
+            return None
+        except InferenceServerError as error:
+            if error.status not in _REQUEST_REFUSED:
+                self._stop(str(error))
+                return None
+            self._tally.refused_items += 1
+            log.info("model_summary_refused", item=item.id, model=self.model, error=str(error))
+            return None
         except RalphContextError as error:
             self._stop(str(error))
             return None

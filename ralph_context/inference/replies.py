@@ -16,12 +16,12 @@ __all__ = ["FENCE", "answer_text", "quote", "strip_thinking"]
 FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _WHOLE_FENCE = re.compile(r"^```[a-zA-Z0-9_-]*[ \t]*\n(.*?)\n?```$", re.DOTALL)
-# A lead-in line such as "Summary:", "**Rewritten prompt:**" or "Here is the summary:",
-# with nothing else on it.
+# A lead-in line that is only a label: "Summary:", "**Rewritten prompt:**", "Here is the
+# summary:". A line that says more ("Summary of the error in src/app.py:") is content.
 _LEAD_IN = re.compile(
-    r"^[\s*_#>]*(?:here(?:'s| is)\s+(?:the|a|your)\s+)?(?:improved\s+|rewritten\s+|revised\s+)?"
-    r"(?:summary|prompt|rewrite|rewritten prompt|revised prompt|improved prompt)"
-    r"[^\n:]{0,40}:[\s*_]*\n",
+    r"^[ \t*_#>]*(?:here(?:'s|\s+is)\s+(?:the|a|your)\s+)?"
+    r"(?:(?:improved|rewritten|revised|new)\s+)?(?:summary|prompt|version)"
+    r"[ \t*_]*:[ \t*_]*\n",
     re.IGNORECASE,
 )
 _QUOTED = 200
@@ -53,7 +53,7 @@ def answer_text(reply: str) -> str:
     text = strip_thinking(reply)
     text = _LEAD_IN.sub("", text, count=1).strip()
     whole = _WHOLE_FENCE.match(text)
-    if whole is not None:
+    if whole is not None and "```" not in whole.group(1):  # one block, not several
         text = whole.group(1).strip()
     return text
 

@@ -6,15 +6,16 @@ holds, so a model loaded after start is found without a restart; concurrent miss
 one refresh. When several servers list a model, the one with the most free capacity slots
 answers, ties going to the first configured. A server that cannot be reached is dropped
 from routing until the next refresh, and the request moves on to the next server listing
-the model. A server that lists a model but answers 404 for it (unloaded since it was listed)
-is dropped for that model the same way; when no server is left the caller gets
-``ModelNotServed`` with the servers' own words, not a bare server error.
+the model. A server that lists a model but answers 404 for it (unloaded since it was listed,
+or listed as loadable when it is not) is passed over for that model for ``REFUSAL_SECONDS``,
+even if its listing still shows it; when no server is left the caller gets
+``ModelNotServed`` with the servers' own words at once, not a 404 per request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import anyio
 import structlog
@@ -33,6 +34,8 @@ from ralph_context.inference.messages import ChatRequest, Completion
 __all__ = ["ModelListing", "Router", "ServerStatus"]
 
 _NOT_FOUND = 404
+# How long a server that answered 404 for a model it lists is passed over for that model.
+REFUSAL_SECONDS = 60.0
 
 log = structlog.get_logger("ralph_context.inference")
 
@@ -72,12 +75,20 @@ class Router:
     Args:
         clients: The servers, in priority order.
         list_timeout: Seconds one server may take to list its models.
+        refusal_seconds: How long a server that answered 404 for a model it lists is
+            passed over for that model.
 
     Raises:
         ConfigError: Two servers share a name.
     """
 
-    def __init__(self, clients: Sequence[ServerClient], *, list_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        clients: Sequence[ServerClient],
+        *,
+        list_timeout: float = 30.0,
+        refusal_seconds: float = REFUSAL_SECONDS,
+    ) -> None:
         names = [client.name for client in clients]
         for name in names:
             if names.count(name) > 1:
@@ -87,7 +98,10 @@ class Router:
                 )
         self.clients = tuple(clients)
         self.list_timeout = list_timeout
+        self.refusal_seconds = refusal_seconds
         self._statuses: dict[str, ServerStatus] = {}
+        # (server, model) -> (until, the server's words): listed but answered 404.
+        self._refused: dict[tuple[str, str], tuple[float, str]] = {}
         self._lock = anyio.Lock()
         self._generation = 0
 
@@ -130,8 +144,8 @@ class Router:
 
     async def _route(self, request: ChatRequest, progress: Progress) -> Completion:
         failure: ServerUnreachable | None = None
-        not_found: list[str] = []
-        for client in await self._candidates(request.model_id):
+        model_id = request.model_id
+        for client in await self._candidates(model_id):
             try:
                 return await client.chat(request, progress)
             except ServerUnreachable as exc:
@@ -142,48 +156,54 @@ class Router:
                 if exc.status != _NOT_FOUND:
                     raise
                 # Listed but not served (unloaded since, or listed as downloadable only):
-                # routing stops sending it here until the server lists it again.
-                not_found.append(str(exc))
-                self._forget(client, request.model_id)
-                log.warning(
-                    "inference_model_not_found",
-                    server=client.name,
-                    model=request.model_id,
-                    error=str(exc),
+                # not sent there again for a while, even if its listing still shows it.
+                self._refused[(client.name, model_id)] = (
+                    anyio.current_time() + self.refusal_seconds,
+                    str(exc),
                 )
-        if not_found:
-            listing = self.listing()
-            unreachable = tuple(server.name for server in listing.unreachable)
-            raise ModelNotServed(
-                request.model_id, listing.models, unreachable, refused=tuple(not_found)
-            )
+                log.warning(
+                    "inference_model_not_found", server=client.name, model=model_id, error=str(exc)
+                )
+        if self._refusals(model_id):
+            raise self._not_served(model_id)
         assert failure is not None, "_candidates returns at least one server"
         raise failure
 
-    def _forget(self, client: ServerClient, model_id: str) -> None:
-        status = self._statuses.get(client.name)
-        if status is not None:
-            models = tuple(model for model in status.models if model != model_id)
-            self._statuses[client.name] = replace(status, models=models)
-
     async def _candidates(self, model_id: str) -> list[ServerClient]:
         serving = self._serving(model_id)
-        if not serving:
+        if not serving and not self._refusals(model_id):
             await self._refresh()
             serving = self._serving(model_id)
         if not serving:
-            listing = self.listing()
-            unreachable = tuple(server.name for server in listing.unreachable)
-            raise ModelNotServed(model_id, listing.models, unreachable)
+            raise self._not_served(model_id)
         # Most free slots first; sorted() is stable, so ties keep the configured priority.
         return sorted(serving, key=lambda client: -client.limiter.available_tokens)
 
     def _serving(self, model_id: str) -> list[ServerClient]:
+        refused = self._refusals(model_id)
         return [
             client
             for client in self.clients
-            if client.name in self._statuses and model_id in self._statuses[client.name].models
+            if client.name in self._statuses
+            and model_id in self._statuses[client.name].models
+            and client.name not in refused
         ]
+
+    def _refusals(self, model_id: str) -> dict[str, str]:
+        """Servers that answered 404 for ``model_id`` less than ``refusal_seconds`` ago."""
+        now = anyio.current_time()
+        return {
+            server: words
+            for (server, model), (until, words) in self._refused.items()
+            if model == model_id and until > now
+        }
+
+    def _not_served(self, model_id: str) -> ModelNotServed:
+        listing = self.listing()
+        refused = self._refusals(model_id)
+        usable = tuple(model for model in listing.models if not (refused and model == model_id))
+        unreachable = tuple(server.name for server in listing.unreachable)
+        return ModelNotServed(model_id, usable, unreachable, refused=tuple(refused.values()))
 
     async def _refresh(self) -> None:
         seen = self._generation

@@ -99,6 +99,8 @@ class Actor(ABC, Generic[RequestT, ReplyT]):
     ) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
+        if max_in_flight > 1 and max_batch > 1:
+            raise ValueError("an actor batches (max_batch) or answers concurrently, not both")
         self.name = name
         self.max_batch = max_batch
         self.max_in_flight = max_in_flight
@@ -215,12 +217,24 @@ class Actor(ABC, Generic[RequestT, ReplyT]):
     async def _serve_concurrently(self) -> None:
         """Each request in its own task. The next request is taken from the inbox only when
         one of ``max_in_flight`` slots is free, so a flood of callers still meets the
-        inbox's backpressure; a crash in one task crashes the incarnation, as in order."""
-        slots = anyio.Semaphore(self.max_in_flight)
+        inbox's backpressure.
 
-        async def answer(envelope: Envelope[RequestT, ReplyT]) -> None:
+        A crash (anything but a refusal) ends the incarnation as it does in order, with the
+        original exception, so the supervisor tells a ``PermanentFailure`` from a bug and
+        logs the real cause. The other requests in flight are cancelled with it (their
+        callers get ``ActorUnavailable`` at once): the crash may have broken the resource
+        they share. Requests still queued wait for the restart.
+        """
+        slots = anyio.Semaphore(self.max_in_flight)
+        crashed: list[Exception] = []
+
+        async def answer(envelope: Envelope[RequestT, ReplyT], scope: anyio.CancelScope) -> None:
             try:
                 await self._answer([envelope])
+            except Exception as exc:
+                if not crashed:
+                    crashed.append(exc)
+                scope.cancel()
             finally:
                 slots.release()
 
@@ -231,7 +245,9 @@ class Actor(ABC, Generic[RequestT, ReplyT]):
                     envelope = await self._inbox_recv.receive()
                 except anyio.EndOfStream:
                     break  # inbox closed: the task group waits for the answers in flight
-                tg.start_soon(answer, envelope)
+                tg.start_soon(answer, envelope, tg.cancel_scope)
+        if crashed:
+            raise crashed[0]
 
     async def _answer(self, batch: list[Envelope[RequestT, ReplyT]]) -> None:
         try:

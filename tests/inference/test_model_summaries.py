@@ -127,10 +127,7 @@ async def test_an_unusable_reply_sends_only_that_item_to_the_extractive_summary(
     assert len(server.chat_requests()) == 2
     assert contents[1] == MODEL_SUMMARY
     assert contents[0] != CACHE and "cat" not in contents[0]  # extractive, the aside dropped
-    assert report.summarizer in (
-        "model fake-model (1), extractive (1)",
-        "extractive (1), model fake-model (1)",
-    )
+    assert report.summarizer == "model fake-model (1), extractive (1)"
     [note] = report.notes
     assert note.startswith("1 model summaries were unusable")
 
@@ -163,7 +160,9 @@ async def test_with_no_language_model_configured_the_summaries_are_extractive_an
     assert "pool" in content and "pizza" not in content
     assert report.summarizer == "extractive"
     [note] = report.notes
-    assert "no language model configured" in note
+    assert note.startswith(
+        "summarizer_model 'fake-model' is set but no language model server is configured"
+    )
     assert health.not_configured == frozenset({"inference"})
 
 
@@ -199,7 +198,62 @@ async def test_the_pass_budget_bounds_the_time_spent_waiting_on_a_slow_model(
     assert took < 6.0  # the 8-second reply was not waited for
     assert len(server.chat_requests()) == 1
     assert report.summarizer == "extractive"
-    assert "within 1s" in report.notes[0]
+    assert "summarizer_budget_seconds (1s) spent" in report.notes[0]
+
+
+async def test_the_budget_counts_every_reply_of_the_pass_not_just_one(
+    make_settings: SettingsFactory, shared_model: Loader, server: FakeOpenAI
+) -> None:
+    # Four items, each reply 0.4 s: two fit in a 1-second budget, the third runs into its end.
+    reports = [POOL.replace("10 to 40", f"10 to {n}") for n in (41, 42, 43, 44)]
+    server.script(*[Slow(0.4, Text(f"Summary number {n}.")) for n in range(4)])
+    config = settings(
+        make_settings, server.url, summarizer_model="fake-model", summarizer_budget_seconds=1.0
+    )
+    with anyio.fail_after(60):
+        async with Engine(config, model_loader=shared_model) as engine:
+            report, contents = await summarize(engine, *reports)
+    assert len(server.chat_requests()) == 3  # the fourth item was not sent
+    assert sorted(contents)[:2] == ["Summary number 0.", "Summary number 1."]
+    assert report.summarizer == "model fake-model (2), extractive (2)"
+    [note] = report.notes
+    assert "summarizer_budget_seconds (1s) spent" in note
+
+
+async def test_a_request_the_server_refuses_sends_only_that_item_to_the_extractive_summary(
+    make_settings: SettingsFactory, shared_model: Loader, server: FakeOpenAI
+) -> None:
+    server.script(Status(400, "context length exceeded"), Text(MODEL_SUMMARY))
+    config = settings(make_settings, server.url, summarizer_model="fake-model")
+    with anyio.fail_after(60):
+        async with Engine(config, model_loader=shared_model) as engine:
+            report, contents = await summarize(engine, CACHE, POOL)
+    assert len(server.chat_requests()) == 2  # the model was still asked for the second
+    assert contents[1] == MODEL_SUMMARY and "cat" not in contents[0]
+    assert report.summarizer == "model fake-model (1), extractive (1)"
+    [note] = report.notes
+    assert note.startswith("the server refused 1 item(s)")
+
+
+async def test_dry_runs_name_the_intended_summarizer_and_empty_passes_name_none(
+    make_settings: SettingsFactory, shared_model: Loader, server: FakeOpenAI
+) -> None:
+    config = settings(make_settings, server.url, summarizer_model="fake-model")
+    with anyio.fail_after(60):
+        async with Engine(config, model_loader=shared_model) as engine:
+            await store(engine, POOL, "short note")
+            planned = await engine.summarize_old(3, dry_run=True)
+            await engine.summarize_old(3)
+            nothing = await engine.summarize_old(3)  # all summarized already
+        unconfigured = settings(make_settings, None, summarizer_model="fake-model")
+        async with Engine(unconfigured, model_loader=shared_model) as engine:
+            await store(engine, "short note")
+            short_only = await engine.summarize_old(3)
+            dry = await engine.summarize_old(3, dry_run=True)
+    assert planned.summarizer == "model fake-model" and planned.notes == ()
+    assert nothing.summarizer == "none"
+    assert short_only.summarized and short_only.summarizer == "none"
+    assert dry.summarizer == "extractive" and "no language model server" in dry.notes[0]
 
 
 async def test_a_huge_item_reaches_the_model_as_its_start_and_end(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ralph_context.inference.replies import answer_text
-from ralph_context.lifecycle.abstractive import read_summary
+from ralph_context.lifecycle.abstractive import complete_sentences, read_summary
 from ralph_context.lifecycle.summarize import MAX_SUMMARY_CHARS
 
 LONG = "x" * 2000
@@ -26,6 +26,20 @@ LONG = "x" * 2000
         ("Output format:\n1. risk\n2. fix", "Output format:\n1. risk\n2. fix"),
         # Fences inside a longer answer stay: the prompt may show code.
         ("Run:\n```\nmake test\n```\nthen fix.", "Run:\n```\nmake test\n```\nthen fix."),
+        # A first line that says more than a label is content, not a lead-in.
+        (
+            "Summary of the error in src/foo.py line 3:\nKeyError x",
+            "Summary of the error in src/foo.py line 3:\nKeyError x",
+        ),
+        (
+            "Prompting rules for the agent:\n1. Be brief",
+            "Prompting rules for the agent:\n1. Be brief",
+        ),
+        # Two fenced blocks are not one fence around the answer.
+        (
+            "```python\na=1\n```\nThen run:\n```\nmake\n```",
+            "```python\na=1\n```\nThen run:\n```\nmake\n```",
+        ),
     ],
 )
 def test_answer_text_drops_reasoning_labels_and_a_whole_answer_fence(
@@ -41,11 +55,32 @@ def test_a_summary_is_used_only_when_it_is_shorter_than_the_item() -> None:
     assert read_summary("   ", LONG) is None
 
 
-def test_a_summary_is_capped_and_its_whitespace_folded() -> None:
-    capped = read_summary("word " * 400, LONG)
-    assert capped is not None
-    assert len(capped) == MAX_SUMMARY_CHARS and capped.endswith("…")
+def test_a_summary_has_its_whitespace_folded() -> None:
     assert read_summary("Line one.\n\n  Line two.", LONG) == "Line one. Line two."
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("The build failed in `make test`", ""),
+        ("Fixed the parser (see foo.py)", ""),
+        ("The run used e.g.", ""),
+        ("One. Two (see a.py). Three e.g. four", "One. Two (see a.py)."),
+        ('He said "done." Then', 'He said "done."'),
+        ("Version 1.2 shipped. Next", "Version 1.2 shipped."),
+    ],
+)
+def test_complete_sentences_end_only_at_real_sentence_ends(text: str, kept: str) -> None:
+    assert complete_sentences(text, 600) == kept
+
+
+def test_a_reply_over_the_limit_keeps_the_whole_sentences_that_fit() -> None:
+    sentence = "The pool of the payments service was exhausted by a leaked connection. "
+    reply = sentence * 12  # about 850 characters
+    summary = read_summary(reply, LONG)
+    assert summary is not None
+    assert len(summary) <= MAX_SUMMARY_CHARS and summary.endswith("connection.")
+    assert read_summary("word " * 400, LONG) is None  # no sentence ends within the limit
 
 
 def test_a_cut_off_summary_keeps_only_complete_sentences() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from ralph_context.errors import InferenceTimeout, ModelNotServed
 from ralph_context.inference import ChatRequest, Completion, Router
-from tests.inference.fake_openai import FakeOpenAI, Hold, Slow
+from tests.inference.fake_openai import FakeOpenAI, Hold, Slow, Status
 from tests.inference.helpers import USER, client_for
 
 
@@ -114,26 +114,47 @@ async def test_a_request_moves_on_when_the_server_it_was_routed_to_is_gone(
     assert [s.name for s in listing.unreachable] == ["first"]
 
 
-async def test_a_model_unloaded_since_its_listing_is_model_not_served_with_the_servers_words(
+def model_lists(server: FakeOpenAI) -> int:
+    return len([r for r in server.requests if r.path == "/v1/models"])
+
+
+async def test_a_listed_model_the_server_will_not_serve_is_model_not_served_once_not_per_call(
+    server: FakeOpenAI, http: httpx.AsyncClient
+) -> None:
+    # LM Studio lists models it has on disk; without just-in-time loading it answers 404.
+    server.script(Status(404, "model 'fake-model' is not loaded"))
+    router = Router([client_for(server.url, http, name="a")], refusal_seconds=0.5)
+    with anyio.fail_after(5):
+        with pytest.raises(ModelNotServed) as first:
+            await router.complete(ask("fake-model"), timeout_seconds=5)
+        lists = model_lists(server)
+        with pytest.raises(ModelNotServed) as again:
+            await router.complete(ask("fake-model"), timeout_seconds=5)
+    for caught in (first, again):
+        message = str(caught.value)
+        assert "no configured server serves model 'fake-model'; known models: none" in message
+        assert "listed but not served: a refused the request with 404" in message
+        assert "is not loaded" in message
+    # One chat request, not retried, and the second call asked nobody.
+    assert len(server.chat_requests()) == 1
+    assert model_lists(server) == lists
+    assert "fake-model" in router.listing().models  # the server still lists it
+    # Loaded now: once the refusal has expired the model is used again.
+    await anyio.sleep(0.6)
+    with anyio.fail_after(5):
+        answer = await router.complete(ask("fake-model"), timeout_seconds=5)
+    assert answer.server == "a"
+
+
+async def test_a_model_unloaded_since_its_listing_is_model_not_served(
     server: FakeOpenAI, http: httpx.AsyncClient
 ) -> None:
     router = Router([client_for(server.url, http, name="a")])
     with anyio.fail_after(5):
         await router.list_models()
-        server.models.remove("fake-model")  # unloaded: chat now answers 404
-        with pytest.raises(ModelNotServed) as caught:
+        server.models.remove("fake-model")  # the fake answers 404 for a model it lacks
+        with pytest.raises(ModelNotServed, match="model 'fake-model' not found"):
             await router.complete(ask("fake-model"), timeout_seconds=5)
-    message = str(caught.value)
-    assert "no configured server serves model 'fake-model'" in message
-    assert "listed but not served: a refused the request with 404" in message
-    assert "model 'fake-model' not found" in message
-    assert len(server.chat_requests()) == 1  # a 404 is not retried
-    assert "fake-model" not in router.listing().models
-    # Loaded again: the next request finds it by asking the server again.
-    server.models.append("fake-model")
-    with anyio.fail_after(5):
-        answer = await router.complete(ask("fake-model"), timeout_seconds=5)
-    assert answer.server == "a"
 
 
 async def test_a_404_from_one_server_moves_the_request_to_the_next_listing_the_model(
@@ -143,12 +164,13 @@ async def test_a_404_from_one_server_moves_the_request_to_the_next_listing_the_m
     router = Router(
         [client_for(server.url, http, name="a"), client_for(second.url, http, name="b")]
     )
+    server.script(Status(404, "model 'shared-model' is not loaded"))
     with anyio.fail_after(5):
-        await router.list_models()
-        server.models.remove("shared-model")
-        answer = await router.complete(ask("shared-model"), timeout_seconds=5)
-    assert answer.server == "b"
-    assert router.listing().servers[0].models == ("fake-model",)
+        first = await router.complete(ask("shared-model"), timeout_seconds=5)
+        again = await router.complete(ask("shared-model"), timeout_seconds=5)
+    assert (first.server, again.server) == ("b", "b")
+    assert len(server.chat_requests()) == 1  # a is passed over the second time
+    assert len(second.chat_requests()) == 2
 
 
 async def test_a_busy_server_is_passed_over_for_an_idle_one_serving_the_same_model(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from structlog.testing import capture_logs
 
 from ralph_context.config import InferenceServerSettings, InferenceSettings, Settings
 from ralph_context.errors import ConfigError
@@ -65,11 +66,15 @@ def test_a_malformed_lmstudio_servers_variable_is_a_config_error_naming_it() -> 
     [
         ("127.0.0.1:11434", "http://127.0.0.1:11434"),
         ("0.0.0.0", "http://127.0.0.1:11434"),  # listen everywhere: reached locally
+        ('"0.0.0.0"', "http://127.0.0.1:11434"),  # quotes dropped, as Ollama does
         (":8080", "http://127.0.0.1:8080"),
         ("gpu-box", "http://gpu-box:11434"),
-        ("https://ollama.example.com", "https://ollama.example.com:443"),
+        ("http://gpu-box", "http://gpu-box:80"),  # an explicit scheme: its default port
+        ("HTTPS://ollama.example.com", "https://ollama.example.com:443"),
         ("http://gpu-box:9000/ollama/", "http://gpu-box:9000/ollama"),
+        ("gpu-box:99999", "http://gpu-box:11434"),  # an invalid port: the default
         ("[::1]:11434", "http://[::1]:11434"),
+        ("::1", "http://[::1]:11434"),
     ],
 )
 def test_ollama_host_registers_ollama_where_ollama_itself_would_listen(host: str, url: str) -> None:
@@ -85,10 +90,17 @@ def test_ollama_host_is_not_registered_over_a_configured_ollama_server() -> None
     assert settings.resolved_servers({"OLLAMA_HOST": "127.0.0.1"}) == (configured,)
 
 
-@pytest.mark.parametrize("host", ["gpu box:11434", "ftp://gpu-box", "gpu-box:99999"])
-def test_a_malformed_ollama_host_is_a_config_error_naming_it(host: str) -> None:
-    with pytest.raises(ConfigError, match=f"OLLAMA_HOST holds {host!r}"):
-        InferenceSettings().resolved_servers({"OLLAMA_HOST": host})
+@pytest.mark.parametrize("host", ["gpu box:11434", "ftp://gpu-box", "unix:///run/ollama.sock"])
+def test_an_unusable_ollama_host_is_skipped_with_a_warning_and_the_rest_still_work(
+    host: str,
+) -> None:
+    configured = InferenceServerSettings(kind="lmstudio", base_url="http://gpu-box:1234")
+    settings = InferenceSettings(servers=(configured,))
+    with capture_logs() as logs:
+        servers = settings.resolved_servers({"OLLAMA_HOST": host, "HF_TOKEN": "h"})
+    assert [s.kind for s in servers] == ["lmstudio", "huggingface"]
+    [warning] = [entry for entry in logs if entry["event"] == "ollama_host_ignored"]
+    assert warning["value"] == host
 
 
 def test_invalid_server_entries_are_reported_with_their_key() -> None:

@@ -12,6 +12,9 @@ import anyio
 import mcp
 import pytest
 
+from ralph_context.packs.prompts.patterns import length_band
+from ralph_context.packs.prompts.rewrite import check_rewrite
+from ralph_context.packs.prompts.suggest import Suggestion
 from tests.helpers import Loader, SettingsFactory
 from tests.inference.fake_openai import FakeOpenAI, Status, Text
 from tests.inference.helpers import inference_section
@@ -150,3 +153,20 @@ async def test_a_rewrite_model_without_any_server_says_how_to_configure_one(
             answer = await seeded_suggestion(client)
     assert answer["suggestions"]
     assert "no language model configured" in answer["rewrite"]["note"]
+
+
+def _length(kind: str) -> Suggestion:
+    return Suggestion(kind, "length", "specificity", "longer", "Aim for 60 words.", 0.3, 2, 2)
+
+
+def test_a_length_suggestion_counts_only_when_the_rewrite_changes_length_band() -> None:
+    short = "Summarize the article."
+    few_more = "Summarize the article in plain words."  # still short
+    medium = "Summarize the article " + "with care and detail " * 8 + "for a reader."
+    assert length_band(few_more) == "short" and length_band(medium) == "medium"
+    still_short = check_rewrite(few_more, short, [_length("add_detail")])
+    longer = check_rewrite(medium, short, [_length("add_detail")])
+    shorter = check_rewrite(short + " Be brief.", medium, [_length("shorten")])
+    assert still_short is not None and still_short.not_applied == ("add_detail",)
+    assert longer is not None and longer.applied == ("add_detail",)
+    assert shorter is not None and shorter.applied == ("shorten",)

@@ -5,7 +5,7 @@ changes and keep the task, its facts and its placeholders, so the rewrite stays 
 what similar prompts showed. What it then did is checked with the same pattern detectors the
 suggestions came from: each suggestion is reported as applied or not, instead of trusting the
 model to have followed the brief. A length suggestion counts as applied when the rewrite
-moved the word count the suggested way.
+moved to another length band the suggested way (more words within the band do not count).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ralph_context.inference import Message
 from ralph_context.inference.replies import answer_text
-from ralph_context.packs.prompts.patterns import detect, word_count
+from ralph_context.packs.prompts.patterns import detect, length_band
 from ralph_context.packs.prompts.suggest import Suggestion
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 REWRITE_TEMPERATURE = 0.3
+_BANDS = ("short", "medium", "long")
 
 _SYSTEM = (
     "You improve prompts for language models. You are given a PROMPT between <prompt> tags "
@@ -86,8 +87,9 @@ def check_rewrite(reply: str, prompt: str, suggestions: Sequence[Suggestion]) ->
     not_applied: list[str] = []
     for suggestion in suggestions:
         if suggestion.pattern == "length":
-            change = word_count(rewritten) - word_count(prompt)
-            done = change > 0 if suggestion.type == "add_detail" else change < 0
+            # The suggestion is to move to another length band: only a move counts.
+            moved = _BANDS.index(length_band(rewritten)) - _BANDS.index(length_band(prompt))
+            done = moved > 0 if suggestion.type == "add_detail" else moved < 0
         else:
             done = suggestion.pattern in found
         (applied if done else not_applied).append(suggestion.type)
