@@ -258,7 +258,7 @@ def _error_detail(raw: bytes) -> str:
     return str(error)[:_MAX_DETAIL]
 
 
-def _retry_after(response: httpx.Response, now: datetime | None = None) -> float | None:
+def _retry_after(response: httpx.Response) -> float | None:
     """Seconds to wait from a ``Retry-After`` header: a number of seconds or an HTTP date
     (RFC 9110); ``None`` when absent or unreadable."""
     value = response.headers.get("retry-after", "").strip()
@@ -274,7 +274,7 @@ def _retry_after(response: httpx.Response, now: datetime | None = None) -> float
         return None
     if when.tzinfo is None:  # an obsolete date form without a zone means GMT
         when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
 def _describe(exc: BaseException) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "LENGTH_BANDS",
     "PATTERNS",
     "LengthBand",
     "Pattern",
@@ -33,6 +34,8 @@ __all__ = [
 
 Focus = Literal["clarity", "specificity", "efficiency"]
 LengthBand = Literal["short", "medium", "long"]
+# Shortest first: the position of a band says which of two prompts is longer.
+LENGTH_BANDS: tuple[LengthBand, ...] = ("short", "medium", "long")
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ralph_context.inference import Message
 from ralph_context.inference.replies import answer_text
-from ralph_context.packs.prompts.patterns import detect, length_band
+from ralph_context.packs.prompts.patterns import LENGTH_BANDS, detect, length_band
 from ralph_context.packs.prompts.suggest import Suggestion
 
 __all__ = [
@@ -28,7 +28,6 @@ __all__ = [
 ]
 
 REWRITE_TEMPERATURE = 0.3
-_BANDS = ("short", "medium", "long")
 
 _SYSTEM = (
     "You improve prompts for language models. You are given a PROMPT between <prompt> tags "
@@ -88,7 +87,9 @@ def check_rewrite(reply: str, prompt: str, suggestions: Sequence[Suggestion]) ->
     for suggestion in suggestions:
         if suggestion.pattern == "length":
             # The suggestion is to move to another length band: only a move counts.
-            moved = _BANDS.index(length_band(rewritten)) - _BANDS.index(length_band(prompt))
+            moved = LENGTH_BANDS.index(length_band(rewritten)) - LENGTH_BANDS.index(
+                length_band(prompt)
+            )
             done = moved > 0 if suggestion.type == "add_detail" else moved < 0
         else:
             done = suggestion.pattern in found

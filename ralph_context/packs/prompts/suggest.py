@@ -20,6 +20,7 @@ from statistics import fmean, median
 from typing import Literal
 
 from ralph_context.packs.prompts.patterns import (
+    LENGTH_BANDS,
     PATTERNS,
     Pattern,
     detect,
@@ -32,7 +33,6 @@ __all__ = ["HIGH_PERFORMANCE", "Similar", "Suggestion", "suggest"]
 
 HIGH_PERFORMANCE = 0.7
 Focus = Literal["all", "clarity", "specificity", "efficiency"]
-_BAND_ORDER = {"short": 0, "medium": 1, "long": 2}
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def _for_length(prompt: str, similar: Sequence[Similar]) -> Suggestion | None:
     if gain <= 0:
         return None
     words = round(median(word_count(s.text) for s in bands[target]))
-    longer = _BAND_ORDER[target] > _BAND_ORDER[own]
+    longer = LENGTH_BANDS.index(target) > LENGTH_BANDS.index(own)
     return Suggestion(
         type="add_detail" if longer else "shorten",
         pattern="length",
