@@ -29,7 +29,10 @@ _NO_BENCHMARKS = (
     "the benchmarks package is not importable: run from a source checkout of ralph-context "
     "(bash .ci/setup installs it in editable mode)"
 )
-_DEFAULT_LOCOMO = Path("../shared/datasets/locomo/locomo_dev.json")
+_LOCOMO_HINT = (
+    "bench retrieval needs --data: a LoCoMo JSON file (locomo10.json from "
+    "https://github.com/snap-research/LoCoMo, data/ folder, CC BY-NC 4.0; or a split of it)"
+)
 
 
 def report(
@@ -67,8 +70,11 @@ def progress_bar(label: str) -> Iterator[Callable[[int], Callable[[], None]]]:
 @bench_app.command("retrieval")
 def retrieval(
     data: Annotated[
-        Path, typer.Option(help="LoCoMo JSON (locomo10.json or the dev split).")
-    ] = _DEFAULT_LOCOMO,
+        Path | None,
+        typer.Option(
+            help="LoCoMo JSON: locomo10.json from github.com/snap-research/LoCoMo, or a split."
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option(help="Folder for results.json/.md and recall.png.")] = Path(
         "benchmarks/retrieval/out"
     ),
@@ -78,10 +84,16 @@ def retrieval(
     questions: Annotated[
         int | None, typer.Option(min=1, help="Only the first N questions of each.")
     ] = None,
+    scenarios: Annotated[
+        int, typer.Option(min=0, help="Loop-scenario queries per kind (5 kinds; 0: none).")
+    ] = 48,
     log_level: Annotated[str | None, typer.Option("--log-level")] = None,
 ) -> None:
-    """Evidence recall@5/10/25/50 on LoCoMo per mode (vector, text, hybrid, full)."""
+    """Evidence recall@5/10/25/50 on LoCoMo and recall/MRR on the loop scenarios, per mode
+    (vector, text, hybrid, served)."""
     configure_logging(log_level)
+    if data is None:
+        raise fail(_LOCOMO_HINT)
     try:
         from benchmarks.retrieval.locomo import LocomoFormatError
         from benchmarks.retrieval.run import evaluate, markdown, write_outputs
@@ -91,7 +103,11 @@ def retrieval(
         try:
             results = anyio.run(
                 lambda: evaluate(
-                    data, conversations=conversations, questions=questions, progress=start
+                    data,
+                    conversations=conversations,
+                    questions=questions,
+                    progress=start,
+                    scenarios=scenarios,
                 )
             )
         except (LocomoFormatError, RalphContextError) as exc:

@@ -286,9 +286,7 @@ class Engine:
             ActorUnavailable: The store itself is down.
         """
         items = [self._build_item(entry) for entry in entries]
-        if items:
-            await self._persist(items)
-        return items
+        return await self._persist(items) if items else []
 
     async def store_embedded(self, pairs: Sequence[tuple[ContextItem, Vectors]]) -> int:
         """Bulk path: persist items whose vectors were computed by this engine's model.
@@ -345,7 +343,7 @@ class Engine:
         await self._require_storage().add_iteration(result)
         self._iteration = max(self._iteration, result.iteration)
         if error_item is not None:
-            await self._persist([error_item])
+            (error_item,) = await self._persist([error_item])
         if not self.settings.lifecycle.auto_run or self._lifecycle is None:
             pass
         elif not self._lifecycle.tell(RunLifecycle()):
@@ -548,10 +546,16 @@ class Engine:
         )
 
     async def candidates(
-        self, query: str, *, limit: int = MAX_ITEMS, tags: Sequence[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int = MAX_ITEMS,
+        text_limit: int | None = None,
+        tags: Sequence[str] | None = None,
     ) -> Candidates:
-        """The semantic rung's raw halves for ``query``: vector and full-text top-``limit``,
-        before pooling, the similarity gate and the relevance formula.
+        """The semantic rung's raw halves for ``query``: vector top-``limit`` and full-text
+        top-``text_limit`` (default ``limit``), their pool and its neighbours, before the
+        relevance formula.
 
         For evaluations that compare retrieval modes (``ralph-context bench retrieval``) and
         for debugging a ranking; loops call :meth:`search`, which degrades instead of raising.
@@ -562,8 +566,13 @@ class Engine:
         """
         text = check_content(query, max_bytes=1 << 20, name="query")[:MAX_QUERY_CHARS]
         count = check_int(limit, name="limit", high=MAX_CANDIDATES)
+        text_count = (
+            None
+            if text_limit is None
+            else check_int(text_limit, name="text_limit", high=MAX_CANDIDATES)
+        )
         where = ItemFilter(tags_any=check_tags(tags))
-        return await self._require_retriever().candidates(text, count, where)
+        return await self._require_retriever().candidates(text, count, where, text_count)
 
     # --- inspection -------------------------------------------------------------------------
 
@@ -679,10 +688,11 @@ class Engine:
             original_length=len(content),
         )
 
-    async def _persist(self, items: list[ContextItem]) -> None:
-        """Embed (where the model can) and store built items in one write."""
+    async def _persist(self, items: list[ContextItem]) -> list[ContextItem]:
+        """Embed (where the model can) and store built items in one write; returns them as
+        stored."""
         vectors = await self._embed_documents([item.content for item in items])
-        await self._require_storage().add_items(list(zip(items, vectors, strict=True)))
+        return await self._require_storage().add_items(list(zip(items, vectors, strict=True)))
 
     async def _embed_documents(self, texts: list[str]) -> list[Vectors | None]:
         """One vector per text, ``None`` where embedding failed (stored raw, found by text).

@@ -84,6 +84,10 @@ class ContextItem(BaseModel):
     last_accessed: datetime | None = None
     summary: str | None = None
     original_length: int | None = None
+    # The item's place in the order its store received items (set by the store; None for
+    # items stored before stores kept it). Adjacent items of the same source and iteration
+    # are neighbours: retrieval lets their matches count towards each other's.
+    sequence: int | None = Field(default=None, ge=0)
 
 
 class IterationResult(BaseModel):

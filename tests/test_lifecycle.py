@@ -67,10 +67,33 @@ async def test_an_item_walks_active_aging_summarized_archived(
     assert "pizza" not in summarized.content  # the least central sentence is dropped
     assert original == REPORT
     assert [hit.item.id for hit in found.items] == [item.id]
-    # Archived: out of the hot table (not retrieved), still readable by id.
-    assert after_archive.items == ()
+    # Archived: out of the hot table, still readable by id, and still found by a query it
+    # answers: no live item matches, so the archive is searched.
+    assert [hit.item.id for hit in after_archive.items] == [item.id]
+    assert after_archive.items[0].item.state is ContextState.ARCHIVED
     assert stats.items == 0
     assert stats.archived == 1
+
+
+async def test_skills_and_the_task_do_not_age_but_other_types_do(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    with anyio.fail_after(90):
+        async with Engine(settings(make_settings), model_loader=shared_model) as engine:
+            skill, task, output = await engine.store_many(
+                [
+                    NewItem("Run alembic upgrade head before the API starts.", "skill"),
+                    NewItem("Build the invoice export for the billing team.", "task"),
+                    NewItem("Exported 12 invoices to CSV.", "output"),
+                ]
+            )
+            await advance(engine, 7)
+            report = await engine.run_lifecycle()
+            states = {i: (await engine.get(i)).state for i in (skill.id, task.id, output.id)}
+    assert report.archived == (output.id,)
+    assert states[skill.id] is ContextState.ACTIVE
+    assert states[task.id] is ContextState.ACTIVE
+    assert states[output.id] is ContextState.ARCHIVED
 
 
 async def test_pruning_removes_only_old_useless_items_and_loses_nothing_else(
@@ -80,8 +103,8 @@ async def test_pruning_removes_only_old_useless_items_and_loses_nothing_else(
         async with Engine(settings(make_settings), model_loader=shared_model) as engine:
             old_bad, old_good, new_bad = await engine.store_many(
                 [
-                    NewItem("Retry the upload with exponential backoff.", "skill", iteration=0),
-                    NewItem("Pin numpy below 2 for the legacy wheels.", "skill", iteration=0),
+                    NewItem("Retry the upload with exponential backoff.", "output", iteration=0),
+                    NewItem("Pin numpy below 2 for the legacy wheels.", "output", iteration=0),
                     NewItem("Use the staging bucket for uploads.", "output", iteration=9),
                 ]
             )

@@ -1,4 +1,4 @@
-"""Relevance scoring through the engine: real model, real store, the seed's formula."""
+"""Relevance scoring through the engine: real model, real store, the formula of scoring.py."""
 
 from __future__ import annotations
 
@@ -8,28 +8,31 @@ import anyio
 import pytest
 
 from ralph_context import Engine, NewItem
+from ralph_context.config import ScoringSettings
 from ralph_context.scoring import item_tokens
 from tests.helpers import Loader, SettingsFactory, advance
 
 QUERY = "API server crashes with missing table errors at startup"
-# Two phrasings of one lesson (cosine 0.91 with each other, under the 0.95 duplicate line),
-# 0.69 and 0.59 similar to QUERY: 0.04 apart in relevance on cosine alone, less than one step
-# of feedback (0.05), of type preference (0.075) or of recency between iterations 9 and 0
-# (0.13). Tests of those factors therefore turn the BM25 part of the match off
-# (COSINE_ONLY): one twin shares far more words with QUERY than the other.
+# Two phrasings of one lesson (cosine 0.94 with each other, under the 0.95 duplicate line),
+# 0.685 and 0.725 similar to QUERY: comparably relevant (6% apart), which one step of
+# feedback either way, a type preference or ten iterations of recency each outweigh. Tests of
+# those factors turn the BM25 part of the match off (COSINE_ONLY): the twins share QUERY's
+# words unevenly.
 TWINS = (
     "Run the migrations before starting the API server or it fails on missing tables.",
-    "Start the API only after running database migrations; otherwise tables are missing.",
+    "The API server fails at startup on missing tables unless the migrations ran first.",
 )
-# Related to QUERY (cosine 0.36-0.69), pairwise under 0.95.
+# Related to QUERY (cosine 0.36-0.73), pairwise under 0.95.
 LESSONS = (
     *TWINS,
+    "Start the API only after running database migrations; otherwise tables are missing.",
     "Apply migrations first when the API reports missing tables.",
     "If tables are missing when the server boots, the schema migration step was skipped.",
     "The users table did not exist, so the API returned 500 on every login request.",
     "Startup crash: relation orders does not exist. Fixed by running alembic upgrade head.",
 )
 COSINE_ONLY = {"lexical_share": 0.0}
+WEIGHTS = ScoringSettings()
 
 
 async def test_feedback_reorders_two_equally_relevant_items(
@@ -52,13 +55,13 @@ async def test_feedback_reorders_two_equally_relevant_items(
     assert after.items[1].breakdown["usefulness"] == pytest.approx(0.35)
 
 
-async def test_recency_decays_with_the_iteration_clock_and_skills_decay_slower(
+async def test_recency_decays_with_the_iteration_clock_and_skills_do_not_age(
     make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
     with anyio.fail_after(60):
         async with Engine(make_settings(scoring=COSINE_ONLY), model_loader=shared_model) as engine:
-            old_error, new_error = await engine.store_many(
-                [NewItem(TWINS[0], "error", iteration=0), NewItem(TWINS[1], "error", iteration=9)]
+            new_error, old_error = await engine.store_many(
+                [NewItem(TWINS[0], "error", iteration=9), NewItem(TWINS[1], "error", iteration=0)]
             )
             skill = await engine.store(
                 "Apply migrations first when the API reports missing tables.",
@@ -68,10 +71,15 @@ async def test_recency_decays_with_the_iteration_clock_and_skills_decay_slower(
             await advance(engine, 10)
             result = await engine.search(QUERY, min_score=0.0)
     by_id = {h.item.id: h for h in result.items}
-    assert by_id[new_error.id].breakdown["recency"] == pytest.approx(math.exp(-0.1))
-    assert by_id[old_error.id].breakdown["recency"] == pytest.approx(math.exp(-1.0))
-    assert by_id[skill.id].breakdown["recency"] == pytest.approx(math.exp(-0.5))
-    # Same lesson, same similarity (±0.05): the fresh one wins on recency.
+    floor, rate = WEIGHTS.recency_floor, WEIGHTS.recency_decay
+    assert by_id[new_error.id].breakdown["recency"] == pytest.approx(
+        floor + (1 - floor) * math.exp(-rate)
+    )
+    assert by_id[old_error.id].breakdown["recency"] == pytest.approx(
+        floor + (1 - floor) * math.exp(-10 * rate)
+    )
+    assert by_id[skill.id].breakdown["recency"] == 1.0  # skills do not age
+    # Same lesson, the old phrasing slightly closer to the query: the fresh one wins.
     assert result.items[0].item.id == new_error.id
     assert by_id[new_error.id].score > by_id[old_error.id].score
 
@@ -92,7 +100,7 @@ async def test_type_filter_excludes_and_type_preference_only_reorders(
     assert only.items[0].breakdown["type_match"] == 1.0
     assert [h.item.id for h in preferred_skill.items] == [skill.id, error.id]
     assert [h.item.id for h in preferred_error.items] == [error.id, skill.id]
-    assert preferred_error.items[1].breakdown["type_match"] == 0.5
+    assert preferred_error.items[1].breakdown["type_match"] == 1 - WEIGHTS.type_penalty
     assert all(h.breakdown["type_match"] == 1.0 for h in neutral.items)
 
 
@@ -164,6 +172,7 @@ async def test_the_match_mixes_cosine_with_bm25_of_the_query_words(
     assert by_id[paraphrase.id].breakdown["lexical"] == 0.0
     for hit in result.items:
         factors = hit.breakdown
-        match = 0.6 * factors["semantic"] + 0.4 * factors["lexical"]
-        expected = match * 0.4 + factors["recency"] * 0.25 + 0.5 * 0.2 + 1.0 * 0.15
-        assert hit.score == pytest.approx(expected)
+        share = WEIGHTS.lexical_share
+        match = (1 - share) * factors["semantic"] + share * factors["lexical"]
+        assert factors["match"] == pytest.approx(match)  # no source given: no neighbours
+        assert hit.score == pytest.approx(match * factors["recency"])

@@ -13,6 +13,7 @@ from ralph_context.scoring import (
     HEADER_TOKENS,
     Candidate,
     Scored,
+    combine,
     estimate_tokens,
     fit_budget,
     item_tokens,
@@ -24,7 +25,16 @@ from ralph_context.scoring import (
 )
 from tests.helpers import unit
 
-WEIGHTS = ScoringSettings()
+# Fixed here, not the defaults (which the fit may move): the hand-computed values below use
+# share 0.4, neighbour 0.5, floor 0.85, decay 0.1, boost 0.3 and type penalty 0.2.
+WEIGHTS = ScoringSettings(
+    lexical_share=0.4,
+    neighbour_share=0.5,
+    recency_floor=0.85,
+    recency_decay=0.1,
+    usefulness_boost=0.3,
+    type_penalty=0.2,
+)
 
 
 def item(
@@ -41,21 +51,23 @@ def item(
     )
 
 
-def test_recency_decays_and_skills_decay_slower() -> None:
-    assert recency(0, ContextType.ERROR) == 1.0
-    assert recency(10, ContextType.ERROR) == pytest.approx(math.exp(-1.0))
-    assert recency(10, ContextType.SKILL) == pytest.approx(math.exp(-0.5))
-    assert recency(10, ContextType.SKILL) > recency(10, ContextType.ITERATION)
-    assert recency(-3, ContextType.TASK) == 1.0
+def test_recency_decays_towards_its_floor_and_skills_do_not_age() -> None:
+    assert recency(0, ContextType.ERROR, WEIGHTS) == 1.0
+    assert recency(10, ContextType.ERROR, WEIGHTS) == pytest.approx(0.85 + 0.15 * math.exp(-1.0))
+    assert recency(10_000, ContextType.SKILL, WEIGHTS) == 1.0
+    assert recency(10_000, ContextType.ERROR, WEIGHTS) == pytest.approx(
+        0.85
+    )  # never below the floor
+    assert recency(-3, ContextType.TASK, WEIGHTS) == 1.0
 
 
-def test_type_match_is_one_for_requested_types_else_half() -> None:
-    assert type_match(ContextType.ERROR, [ContextType.ERROR, ContextType.SKILL]) == 1.0
-    assert type_match(ContextType.FILE, [ContextType.ERROR]) == 0.5
-    assert type_match(ContextType.FILE, []) == 1.0
+def test_type_match_is_one_for_requested_types_else_one_minus_the_penalty() -> None:
+    assert type_match(ContextType.ERROR, [ContextType.ERROR, ContextType.SKILL], WEIGHTS) == 1.0
+    assert type_match(ContextType.FILE, [ContextType.ERROR], WEIGHTS) == pytest.approx(0.8)
+    assert type_match(ContextType.FILE, [], WEIGHTS) == 1.0
 
 
-def test_relevance_is_the_weighted_sum_of_the_seed() -> None:
+def test_relevance_is_match_times_recency_feedback_and_type() -> None:
     scored = relevance(
         item(kind=ContextType.ERROR, iteration=2, usefulness=0.6),
         0.8,
@@ -63,22 +75,30 @@ def test_relevance_is_the_weighted_sum_of_the_seed() -> None:
         requested=[ContextType.SKILL],
         weights=WEIGHTS,
     )
-    expected = 0.8 * 0.4 + math.exp(-0.5) * 0.25 + 0.6 * 0.2 + 0.5 * 0.15
-    assert scored.score == pytest.approx(expected)
+    recent = 0.85 + 0.15 * math.exp(-0.5)
+    feedback = 1 + 0.3 * (2 * 0.6 - 1)
+    assert scored.score == pytest.approx(0.8 * recent * feedback * 0.8)
     assert scored.breakdown == pytest.approx(
-        {"semantic": 0.8, "recency": math.exp(-0.5), "usefulness": 0.6, "type_match": 0.5}
+        {
+            "semantic": 0.8,
+            "neighbour": 0.0,
+            "match": 0.8,
+            "recency": recent,
+            "usefulness": 0.6,
+            "feedback": feedback,
+            "type_match": 0.8,
+        }
     )
 
 
 def test_semantic_tier_mixes_cosine_with_normalised_bm25_by_lexical_share() -> None:
     scored = relevance(item(), 0.5, now=0, requested=[], weights=WEIGHTS, lexical=1.0)
-    matched = 0.6 * 0.5 + 0.4 * 1.0  # lexical_share 0.4
-    assert scored.score == pytest.approx(matched * 0.4 + 1.0 * 0.25 + 0.5 * 0.2 + 1.0 * 0.15)
+    assert scored.score == pytest.approx(0.6 * 0.5 + 0.4 * 1.0)  # lexical_share 0.4
     assert scored.breakdown["semantic"] == 0.5 and scored.breakdown["lexical"] == 1.0
     # Found by the vector half only: lexical 0 pulls the match down, by the share.
     unmatched = relevance(item(), 0.5, now=0, requested=[], weights=WEIGHTS, lexical=0.0)
-    assert scored.score - unmatched.score == pytest.approx(0.4 * 1.0 * 0.4)
-    cosine_only = ScoringSettings(lexical_share=0.0)
+    assert scored.score - unmatched.score == pytest.approx(0.4)
+    cosine_only = WEIGHTS.model_copy(update={"lexical_share": 0.0})
     plain = relevance(item(), 0.5, now=0, requested=[], weights=cosine_only, lexical=1.0)
     assert plain.score == pytest.approx(
         relevance(item(), 0.5, now=0, requested=[], weights=WEIGHTS).score
@@ -86,15 +106,61 @@ def test_semantic_tier_mixes_cosine_with_normalised_bm25_by_lexical_share() -> N
     assert match_strength(1.7, -2.0, 0.5) == pytest.approx(0.5)  # both parts clamped
 
 
+def test_a_neighbours_match_adds_as_a_noisy_or_and_never_passes_one() -> None:
+    alone = relevance(item(), 0.3, now=0, requested=[], weights=WEIGHTS)
+    helped = relevance(item(), 0.3, now=0, requested=[], weights=WEIGHTS, neighbour=0.8)
+    assert helped.score == pytest.approx(1 - (1 - 0.3) * (1 - 0.5 * 0.8))
+    assert helped.breakdown["neighbour"] == 0.8 and alone.breakdown["neighbour"] == 0.0
+    perfect = relevance(item(), 1.0, now=0, requested=[], weights=WEIGHTS, neighbour=1.0)
+    assert perfect.score == 1.0
+
+
+def test_an_old_strong_match_stays_above_a_fresh_loose_one() -> None:
+    # The former weighted sum put the fresh loose match first (0.25 of recency outweighed
+    # a 0.3 difference in similarity); the loop's signals now only scale the match.
+    old = relevance(item(iteration=0), 0.75, now=200, requested=[], weights=WEIGHTS)
+    fresh = relevance(item(iteration=200), 0.45, now=200, requested=[], weights=WEIGHTS)
+    assert old.score > fresh.score
+    # ... but between comparably relevant items, the newer one wins.
+    newer = relevance(item(iteration=190), 0.70, now=200, requested=[], weights=WEIGHTS)
+    older = relevance(item(iteration=120), 0.72, now=200, requested=[], weights=WEIGHTS)
+    assert newer.score > older.score
+
+
 def test_negative_similarity_counts_as_zero() -> None:
     scored = relevance(item(), -0.3, now=0, requested=[], weights=WEIGHTS)
     assert scored.breakdown["semantic"] == 0.0
+    assert scored.score == 0.0
 
 
 def test_feedback_can_reorder_two_equally_similar_items() -> None:
     liked = relevance(item(usefulness=0.9), 0.7, now=0, requested=[], weights=WEIGHTS)
     disliked = relevance(item(usefulness=0.1), 0.7, now=0, requested=[], weights=WEIGHTS)
-    assert liked.score - disliked.score == pytest.approx(0.8 * 0.2)
+    assert liked.score == pytest.approx(0.7 * (1 + 0.3 * 0.8))
+    assert disliked.score == pytest.approx(0.7 * (1 - 0.3 * 0.8))
+
+
+def test_combine_scores_arrays_exactly_as_relevance_scores_one_item() -> None:
+    w = ScoringSettings()  # the defaults, whatever they are
+    rows = [(0.2, 0, 0.5), (0.6, 12, 0.9), (0.9, 40, 0.1), (0.4, 3, 0.5)]
+    one_by_one = [
+        relevance(item(iteration=100 - age, usefulness=u), m, now=100, requested=[], weights=w)
+        for m, age, u in rows
+    ]
+    together = combine(
+        np.array([r[0] for r in rows]),
+        np.array([float(r[1]) for r in rows]),
+        w.recency_decay,
+        np.array([r[2] for r in rows]),
+        1.0,
+        w,
+    )
+    assert together.tolist() == pytest.approx([s.score for s in one_by_one])
+
+
+def test_the_former_additive_weights_are_refused_with_the_new_names() -> None:
+    with pytest.raises(ValueError, match=r"recency_weight.*recency_floor"):
+        ScoringSettings.model_validate({"recency_weight": 0.25})
 
 
 def test_token_estimate_is_a_quarter_of_the_characters() -> None:
@@ -162,9 +228,10 @@ def test_rank_orders_by_relevance_and_counts_what_each_rule_dropped() -> None:
         max_items=10,
         max_tokens=200,
     )
-    # long scores highest (.84) but is over budget; fresh .82; stale .36+.09+.10+.15 = .70
-    assert [s.item.id for s in ranking.kept] == [fresh.id, stale.id]
-    assert ranking.below_min_score == 1  # weak: 0 + .25 + 0 + .15 = .40
+    # long scores highest (.85) but is over budget; stale .9 x recency .905 = .815 stays
+    # above fresh .80 (10 iterations cost at most 15%); twin duplicates fresh
+    assert [s.item.id for s in ranking.kept] == [stale.id, fresh.id]
+    assert ranking.below_min_score == 1  # weak: no match at all scores 0
     assert ranking.duplicates == 1  # twin
     assert ranking.over_budget == 1  # long
     assert ranking.tokens == item_tokens(fresh) + item_tokens(stale) <= 200
@@ -181,4 +248,12 @@ def test_text_tier_breakdown_names_its_match_lexical() -> None:
         max_tokens=100,
         match="lexical",
     )
-    assert set(ranking.kept[0].breakdown) == {"lexical", "recency", "usefulness", "type_match"}
+    assert set(ranking.kept[0].breakdown) == {
+        "lexical",
+        "neighbour",
+        "match",
+        "recency",
+        "usefulness",
+        "feedback",
+        "type_match",
+    }

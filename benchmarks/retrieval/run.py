@@ -1,26 +1,33 @@
 """Retrieval quality on LoCoMo: evidence recall@k of the engine's retrieval modes.
 
-One store per conversation, every turn one item (``created_iteration`` = its session,
-``dia_id`` in metadata), real model, real LanceDB. Each question is asked in four modes:
+One store per conversation, filled as a loop fills it: each session is an iteration (its
+turns stored, then its result recorded, so the lifecycle runs at its defaults after each),
+every turn one item (``dia_id`` in metadata), real model, real LanceDB. Each question is
+asked in four modes:
 
 - ``vector``: the vector half alone (cosine top-k);
 - ``text``: the full-text half alone (LanceDB BM25 top-k);
 - ``hybrid``: both halves pooled and ranked by the engine's match strength alone
   (``(1 - s)·cosine + s·BM25/best``, ``s`` = ``scoring.lexical_share``); no gate, no
   recency, usefulness or type;
-- ``full``: ``Engine.search`` as a loop calls it (pooling, similarity gate, relevance formula
-  with recency/usefulness/type), asked once per k, no score floor, no token limit.
+- ``served``: exactly ``Engine.search`` with default settings, as every client gets it
+  (pooling, neighbours, similarity gate, the relevance formula, the archive), asked once per
+  k, no score floor, no token limit.
 
 Recall is LoCoMo's own (``recall.py``), reported per category and overall next to the paper's
-Table 3 retriever (DRAGON over dialogs). Writes ``results.json``, ``results.md`` and
-``recall.png`` to ``--out``.
+Table 3 retriever (DRAGON over dialogs). The loop scenarios (``scenarios.py``) run in the
+same command. Writes ``results.json`` and ``results.md``, then ``recall.png`` when matplotlib
+is installed (the ``[bench]`` extra), to ``--out``.
 
 Usage: ``ralph-context bench retrieval --data ../shared/datasets/locomo/locomo_dev.json``
+(LoCoMo: https://github.com/snap-research/LoCoMo, ``data/locomo10.json``, CC BY-NC 4.0).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -32,23 +39,41 @@ from typing import Any
 import numpy as np
 
 from benchmarks.retrieval.locomo import CATEGORIES, Conversation, load_conversations
+from benchmarks.retrieval.loop_run import evaluate_scenarios, scenario_markdown
 from benchmarks.retrieval.recall import Recall, evidence_recall, summarize
+from benchmarks.retrieval.scenarios import KINDS
 from benchmarks.settings import store_settings
-from ralph_context import ContextItem, ContextType, Engine, NewItem, Settings
+from ralph_context import ContextItem, ContextType, Engine, IterationResult, NewItem, Settings
 from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.engine import MAX_TOKENS
 from ralph_context.retrieval import CANDIDATE_FACTOR
 from ralph_context.scoring import Candidate, match_strength
 
-__all__ = ["DRAGON", "KS", "MODES", "evaluate", "markdown", "plot", "write_outputs"]
+__all__ = [
+    "DRAGON",
+    "KS",
+    "MODES",
+    "NO_PLOT",
+    "SCENARIOS_PER_KIND",
+    "evaluate",
+    "ingest",
+    "markdown",
+    "plot",
+    "write_outputs",
+]
 
-MODES = ("vector", "text", "hybrid", "full")
+MODES = ("vector", "text", "hybrid", "served")
 KS = (5, 10, 25, 50)
 # LoCoMo paper, Table 3: DRAGON retriever over dialog turns, overall recall, all 10 conversations.
 DRAGON = {"5": 0.567, "10": 0.662, "25": 0.767, "50": 0.827}
 
 Tick = Callable[[], None]
+SCENARIOS_PER_KIND = 48
+NO_PLOT = (
+    "recall.png not drawn: matplotlib is missing (pip install 'ralph-context[bench]'); "
+    "results.json and results.md are written"
+)
 
 
 def strength(candidate: Candidate, share: float) -> float:
@@ -71,29 +96,18 @@ async def run_conversation(
     questions: int | None,
     tick: Tick,
 ) -> ConversationRun:
-    """Ingest one conversation, reopen the store (the engine's clock is then the last
-    session, as for a loop resuming), and ask its questions in every mode."""
-    # No automatic lifecycle: turns stay whole, as the paper retrieves them.
-    settings = store_settings(store, lifecycle={"auto_run": False}, skillbook={"enabled": False})
-    entries = [
-        NewItem(
-            turn.text,
-            ContextType.ITERATION,
-            metadata={"dia_id": turn.dia_id, "session": turn.session},
-            source=conversation.sample_id,
-            iteration=turn.session,
-        )
-        for turn in conversation.turns
-    ]
+    """Ingest one conversation session by session, reopen the store (the engine's clock is
+    then the last session, as for a loop resuming), and ask its questions in every mode."""
+    # Default settings (lifecycle included); only the skillbook file is not looked for.
+    settings = store_settings(store, skillbook={"enabled": False})
 
     def loader(_: EmbeddingsSettings) -> LocalEmbedder:
         return model
 
     async with Engine(settings, model_loader=loader) as engine:
         started = time.perf_counter()
-        await engine.store_many(entries)
-        await engine.maintain()
-        run = ConversationRun(len(entries), time.perf_counter() - started)
+        await ingest(engine, conversation)
+        run = ConversationRun(len(conversation.turns), time.perf_counter() - started)
     deepest = max(KS) * CANDIDATE_FACTOR
     share = settings.scoring.lexical_share
     async with Engine(settings, model_loader=loader) as engine:
@@ -116,13 +130,36 @@ async def run_conversation(
                 result = await engine.search(
                     question.text, max_items=k, min_score=0.0, max_tokens=MAX_TOKENS
                 )
-                run.latencies_ms["full"].append((time.perf_counter() - started) * 1000)
+                run.latencies_ms["served"].append((time.perf_counter() - started) * 1000)
                 ranking = [r.item for r in result.items]
-                run.recalls["full"].append(
+                run.recalls["served"].append(
                     _recall(question.evidence, question.category, k, ranking)
                 )
             tick()
     return run
+
+
+async def ingest(engine: Engine, conversation: Conversation) -> None:
+    """Store a conversation as a loop would: each session an iteration (its turns, then its
+    result, which queues a lifecycle pass), then let the last pass finish and compact."""
+    sessions: dict[int, list[NewItem]] = defaultdict(list)
+    for turn in conversation.turns:
+        sessions[turn.session].append(
+            NewItem(
+                turn.text,
+                ContextType.ITERATION,
+                metadata={"dia_id": turn.dia_id, "session": turn.session},
+                source=conversation.sample_id,
+                iteration=turn.session,
+            )
+        )
+    for session, entries in sorted(sessions.items()):
+        await engine.store_many(entries)
+        await engine.record_iteration(
+            IterationResult(iteration=session, success=True, summary=f"session {session}")
+        )
+    await engine.run_lifecycle()
+    await engine.maintain()
 
 
 def _recall(
@@ -139,15 +176,24 @@ async def evaluate(
     questions: int | None = None,
     workdir: Path | None = None,
     progress: Callable[[int], Tick] | None = None,
+    scenarios: int = SCENARIOS_PER_KIND,
 ) -> dict[str, Any]:
     """Run the benchmark; ``conversations``/``questions`` cap the work (per file / per
-    conversation) for quick runs. ``progress(total)`` returns a per-question tick."""
+    conversation) for quick runs, ``scenarios`` is the loop scenarios' queries per kind (0:
+    none). ``progress(total)`` returns a per-question tick."""
     loaded = load_conversations(data)[:conversations]
     model = load_embedder(Settings.load(None).embeddings)  # once, not per store opened
-    total = sum(len(c.questions[:questions]) for c in loaded)
+    total = sum(len(c.questions[:questions]) for c in loaded) + scenarios * len(KINDS)
     tick = progress(total) if progress is not None else (lambda: None)
     runs: list[ConversationRun] = []
     with tempfile.TemporaryDirectory(prefix="ralph-locomo-", dir=workdir) as tmp:
+        loop = (
+            await evaluate_scenarios(
+                per_kind=scenarios, model=model, workdir=Path(tmp) / "loop", tick=tick
+            )
+            if scenarios
+            else None
+        )
         for index, conversation in enumerate(loaded):
             runs.append(
                 await run_conversation(
@@ -172,7 +218,8 @@ async def evaluate(
         }
     return {
         "modes": modes,
-        "questions": total,
+        "scenarios": loop,
+        "questions": total - scenarios * len(KINDS),
         "conversations": [c.sample_id for c in loaded],
         "ingest": {
             "items": items,
@@ -184,7 +231,8 @@ async def evaluate(
         "notes": (
             "vector/text/hybrid share one Engine.candidates call (query embedding and both "
             f"halves, {max(KS) * CANDIDATE_FACTOR} candidates each), so their latency is the "
-            "same; full is one Engine.search per k (its own k*4 vector and k*2 text pool)."
+            "same; served is one Engine.search per k (its own k*4 vector and k*2 text pool, "
+            "their neighbours, and the archive when the live matches are weak)."
         ),
     }
 
@@ -215,7 +263,10 @@ def markdown(results: dict[str, Any]) -> str:
         at10 = row["recall"]["10"]
         cells = [f"{at10[str(c)]:.3f}" if str(c) in at10 else "-" for c in CATEGORIES]
         lines.append(f"| {mode} | {' | '.join(cells)} |")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if results.get("scenarios"):
+        text += "\n" + scenario_markdown(results["scenarios"])
+    return text
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
@@ -243,9 +294,15 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 
 def write_outputs(results: dict[str, Any], out: Path) -> list[Path]:
+    """results.json and results.md first, then recall.png if matplotlib is installed (else a
+    line on stderr naming the extra): minutes of work are never lost to a missing plotter."""
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "results.json", out / "results.md", out / "recall.png"]
+    paths = [out / "results.json", out / "results.md"]
     paths[0].write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     paths[1].write_text(markdown(results), encoding="utf-8")
+    if importlib.util.find_spec("matplotlib") is None:
+        print(NO_PLOT, file=sys.stderr)
+        return paths
+    paths.append(out / "recall.png")
     plot(results, paths[2])
     return paths

@@ -31,6 +31,7 @@ __all__ = [
     "AddItems",
     "AddIteration",
     "AdjustUsefulness",
+    "ArchiveSearch",
     "DeleteItems",
     "GetItems",
     "HybridSearch",
@@ -39,6 +40,7 @@ __all__ = [
     "ListItems",
     "Maintain",
     "MissingVectors",
+    "Neighbours",
     "RecentIterations",
     "RecordAccess",
     "RepairVectorIndex",
@@ -98,6 +100,23 @@ class HybridSearch:
     text: str
     vector_limit: int
     text_limit: int
+    where: ItemFilter
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Items stored right before and after these (same source and iteration)."""
+
+    items: tuple[ContextItem, ...]
+    where: ItemFilter
+
+
+@dataclass(frozen=True)
+class ArchiveSearch:
+    """Archived items nearest to a query vector."""
+
+    vector: Vectors
+    limit: int
     where: ItemFilter
 
 
@@ -217,6 +236,8 @@ StorageRequest = (
     | ListItems
     | TextSearch
     | HybridSearch
+    | Neighbours
+    | ArchiveSearch
     | RecordAccess
     | AdjustUsefulness
     | DeleteItems
@@ -323,6 +344,10 @@ class StorageActor(Actor[StorageRequest, object]):
                 return await self._run(self.store.text_search, text, limit, where)
             case HybridSearch(vector, text, vector_limit, text_limit, where):
                 return await self._hybrid(vector, text, vector_limit, text_limit, where)
+            case ArchiveSearch(vector, limit, where):
+                return await self._run(self.store.archive_search, vector, limit, where)
+            case Neighbours(items, where):
+                return await self._run(self.store.neighbours, list(items), where)
             case RecordAccess(ids):
                 # A dict update: cheap enough for the event loop, and the actor is the only
                 # user of the store, so no worker thread touches it meanwhile.
@@ -382,9 +407,9 @@ class StorageActor(Actor[StorageRequest, object]):
             case InPacks(function):
                 return await self._in_packs(function)
             case AddItems(pairs):
-                await self._run(self.store.add_items, pairs)
+                stored = await self._run(self.store.add_items, pairs)
                 self._writes += 1
-                return len(pairs)
+                return stored
         raise StoreError(f"unknown storage request {type(request).__name__}")
 
     async def handle_batch(self, batch: Sequence[Envelope[StorageRequest, object]]) -> None:
@@ -414,18 +439,25 @@ class StorageActor(Actor[StorageRequest, object]):
         so each caller is then served alone and only the bad one is refused."""
         pairs = [p for e in adds for p in cast(AddItems, e.request).pairs]
         try:
-            await self._run(self.store.add_items, pairs)
+            stored = await self._run(self.store.add_items, pairs)
         except _REQUEST_ERRORS:
             return False
         self._writes += 1
+        start = 0
         for envelope in adds:
-            envelope.resolve(len(cast(AddItems, envelope.request).pairs))
+            count = len(cast(AddItems, envelope.request).pairs)
+            envelope.resolve(stored[start : start + count])
+            start += count
         return True
 
     # --- typed helpers for callers ---------------------------------------------------------
 
-    async def add_items(self, pairs: Sequence[tuple[ContextItem, Vectors | None]]) -> None:
-        await self.call(AddItems(tuple(pairs)), timeout=self.timeout)
+    async def add_items(
+        self, pairs: Sequence[tuple[ContextItem, Vectors | None]]
+    ) -> list[ContextItem]:
+        """Store items; returns them as stored (with their place in the store's order)."""
+        reply = await self.call(AddItems(tuple(pairs)), timeout=self.timeout)
+        return cast(list[ContextItem], reply)
 
     async def get_items(self, ids: Sequence[str]) -> list[ContextItem]:
         return cast(list[ContextItem], await self.call(GetItems(tuple(ids)), timeout=self.timeout))
@@ -447,6 +479,21 @@ class StorageActor(Actor[StorageRequest, object]):
             HybridSearch(vector, text, vector_limit, text_limit, where), timeout=self.timeout
         )
         return cast(tuple[list[VectorHit], list[TextHit]], reply)
+
+    async def archive_search(
+        self, vector: Vectors, limit: int, where: ItemFilter
+    ) -> list[VectorHit]:
+        """Archived items nearest to ``vector``, best first, with cosine and vector."""
+        reply = await self.call(ArchiveSearch(vector, limit, where), timeout=self.timeout)
+        return cast(list[VectorHit], reply)
+
+    async def neighbours(
+        self, items: Sequence[ContextItem], where: ItemFilter
+    ) -> list[tuple[ContextItem, Vectors | None]]:
+        """Items adjacent to ``items`` in the store's order with the same source and
+        iteration, matching ``where``; ``items`` themselves are not repeated."""
+        reply = await self.call(Neighbours(tuple(items), where), timeout=self.timeout)
+        return cast(list[tuple[ContextItem, Vectors | None]], reply)
 
     def record_access(self, ids: Sequence[str]) -> bool:
         """Count a retrieval of ``ids`` without waiting: the answer must not wait on

@@ -2,8 +2,9 @@
 
 Age is measured in iterations on the lifecycle clock (the latest stored iteration):
 active (age ≤ aging_after), aging (≤ summarize_after), summarized (≤ archive_after), archived
-after that. Pruning deletes for good, so it needs two reasons at once: old (age >
-prune_after) and judged useless (usefulness < prune_min_usefulness).
+after that. Types in ``ageless_types`` (skills, the task) stay active whatever their age.
+Pruning deletes for good, so it needs two reasons at once: old (age > prune_after) and judged
+useless (usefulness < prune_min_usefulness).
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ def plan_lifecycle(
         age = now - row.created_iteration
         if _prunable(age, row.usefulness, settings):
             prune.append(row.id)
+            continue
+        if row.content_type in settings.ageless_types:
             continue
         target = state_for_age(age, settings)
         if _ORDER[target] <= _ORDER[row.state]:

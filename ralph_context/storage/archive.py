@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import lancedb
+import numpy as np
 import pyarrow as pa
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.schema import item_from_row, item_to_row, items_schema
+from ralph_context.storage.vectors import vector_matrix
 
 __all__ = ["ARCHIVES", "ArchiveStore", "ArchivedItem"]
 
@@ -88,7 +90,8 @@ class ArchiveStore:
             )
             rows.append(row)
         table = self._db.create_table(name, schema=schema, exist_ok=True)
-        table.add(pa.Table.from_pylist(rows, schema=schema))
+        # The table's own schema: a month table from before a column was added lacks it.
+        table.add(pa.Table.from_pylist(rows, schema=table.schema))
 
     def get(self, ids: Sequence[str], reason: Reason | None = None) -> list[ArchivedItem]:
         """Archived rows for these ids (newest month first when an id appears twice)."""
@@ -103,6 +106,37 @@ class ArchiveStore:
         if reason is not None:
             found = [entry for entry in found if entry.reason == reason]
         return found
+
+    def vector_search(
+        self, query: Vectors, limit: int, where: ItemFilter
+    ) -> list[tuple[ContextItem, float, Vectors]]:
+        """Archived items (not originals) nearest to ``query`` by cosine, best first.
+
+        An exact scan of every month table: the archive is searched only when the hot
+        table matches a query weakly, and is far smaller than the hot table was.
+        """
+        found: list[tuple[ContextItem, float, Vectors]] = []
+        clause = where.to_sql()
+        condition = "reason = 'archived'" + (f" AND ({clause})" if clause else "")
+        probe = query.astype(np.float32)
+        for name in self.tables():
+            table = self._db.open_table(name)
+            search: Any = table.search(probe, vector_column_name="vector")
+            search = search.distance_type("cosine")
+            rows = search.where(condition, prefilter=True).limit(limit).to_arrow()
+            if rows.num_rows == 0:
+                continue
+            vectors = vector_matrix(rows.column("vector"), self.dimension)
+            similarity = vectors @ probe
+            for row, score, vector in zip(
+                rows.drop_columns(["vector", "_distance"]).to_pylist(),
+                similarity.tolist(),
+                vectors,
+                strict=True,
+            ):
+                found.append((_archived(row, name).item, float(score), vector))
+        found.sort(key=lambda hit: -hit[1])
+        return found[:limit]
 
     def rows(self, reason: Reason) -> list[ArchivedItem]:
         """Every row archived for ``reason`` (for pruning; the archive is read rarely)."""

@@ -34,6 +34,7 @@ class ItemFilter:
     min_iteration: int | None = None
     max_iteration: int | None = None
     has_vector: bool | None = None
+    sequences: tuple[int, ...] = ()
 
     def to_sql(self) -> str | None:
         """The ``where`` clause, or ``None`` when nothing is filtered."""
@@ -51,6 +52,9 @@ class ItemFilter:
             parts.append(f"created_iteration >= {int(self.min_iteration)}")
         if self.max_iteration is not None:
             parts.append(f"created_iteration <= {int(self.max_iteration)}")
+        if self.sequences:
+            # int(): these come from the store's own column, but a clause never trusts that.
+            parts.append(f"sequence IN ({', '.join(str(int(n)) for n in self.sequences)})")
         if self.has_vector is not None:
             parts.append("vector IS NOT NULL" if self.has_vector else "vector IS NULL")
         return " AND ".join(f"({p})" for p in parts) if parts else None

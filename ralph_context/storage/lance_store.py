@@ -17,7 +17,7 @@ import os
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ _SCALAR_INDEXES = (
     ("state", Bitmap()),
     ("tags", LabelList()),
     ("content", FTS()),
+    ("sequence", BTree()),
 )
 
 
@@ -154,6 +155,7 @@ class LanceStore:
         self.archive = ArchiveStore(location, self.dimension, options=STORAGE_OPTIONS)
         self.packs = PackSpace(self._db, self.dimension)
         self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
+        self._next_sequence = self._last_sequence() + 1
         # Written only now that the table agreed with the model: a refused open changes nothing.
         if self.model_id is not None and (recorded is None or recorded.model_id is None):
             self._write_record()
@@ -174,19 +176,40 @@ class LanceStore:
                 f"the store's vectors are {stored.list_size}-d but the model makes "
                 f"{self.dimension}-d ones; {REINDEX_HINT}"
             )
+        if "sequence" not in table.schema.names:
+            # Stores from before neighbours: old rows keep no place in the order (null) and
+            # simply have no neighbours; new rows continue from 0.
+            table.add_columns(pa.field("sequence", pa.int64(), nullable=True))
         indexed = {tuple(index.columns) for index in table.list_indices()}
         for column, config in _SCALAR_INDEXES:
             if (column,) not in indexed:
                 table.create_index(column, config=config)
         return table
 
-    def add_items(self, pairs: Sequence[tuple[ContextItem, Vectors | None]]) -> None:
-        """Append items in one write (one table version)."""
-        if pairs:
-            rows = [item_to_row(item, vector) for item, vector in pairs]
+    def _last_sequence(self) -> int:
+        column = self.items.search().select(["sequence"]).limit(None).to_arrow()
+        last = pc.max(column.column("sequence")).as_py() if column.num_rows else None
+        return -1 if last is None else int(last)
+
+    def add_items(self, pairs: Sequence[tuple[ContextItem, Vectors | None]]) -> list[ContextItem]:
+        """Append items in one write (one table version), each given the next place in the
+        store's order unless it has one (a bulk load may set them); returns them as stored.
+        A failed write leaves a gap in the order, never a reused place."""
+        stored: list[ContextItem] = []
+        rows = []
+        for item, vector in pairs:
+            placed = item
+            if item.sequence is None:
+                placed = item.model_copy(update={"sequence": self._next_sequence})
+            assert placed.sequence is not None
+            self._next_sequence = max(self._next_sequence, placed.sequence) + 1
+            stored.append(placed)
+            rows.append(item_to_row(placed, vector))
+        if rows:
             self.items.add(pa.Table.from_pylist(rows, schema=self.items.schema))
-            self.usage.register(item for item, _ in pairs)
+            self.usage.register(stored)
             self._vector_rows += sum(vector is not None for _, vector in pairs)
+        return stored
 
     def get_items(self, ids: Sequence[str]) -> list[ContextItem]:
         """Items by id, in the order given; unknown ids are skipped."""
@@ -230,6 +253,26 @@ class LanceStore:
         rows = table.drop_columns(["vector", "_distance"]).to_pylist()
         order = np.argsort(-similarity, kind="stable")
         return [(self._item(rows[i]), float(similarity[i]), vectors[i]) for i in order.tolist()]
+
+    def neighbours(
+        self, items: Sequence[ContextItem], where: ItemFilter
+    ) -> list[tuple[ContextItem, Vectors | None]]:
+        """The items stored right before and after each of ``items`` with the same source
+        and iteration (and matching ``where``), not counting ``items`` themselves."""
+        given = {item.sequence for item in items if item.sequence is not None}
+        wanted = sorted({n + step for n in given for step in (-1, 1)} - given)
+        wanted = [n for n in wanted if n >= 0]
+        if not wanted:
+            return []
+        threads = {(item.source, item.created_iteration) for item in items}
+        sql = replace(where, sequences=tuple(wanted)).to_sql()
+        table = self.items.search().where(sql).limit(len(wanted)).to_arrow()
+        vectors = vector_list(table.column("vector"), self.dimension)
+        found = [
+            (self._item(row), vector)
+            for row, vector in zip(table.drop_columns(["vector"]).to_pylist(), vectors, strict=True)
+        ]
+        return [(i, v) for i, v in found if (i.source, i.created_iteration) in threads]
 
     def text_search(
         self, text: str, limit: int, where: ItemFilter
@@ -380,6 +423,12 @@ class LanceStore:
         ]
         self.archive.put(archived, "archived", when)
         return self.delete_items([item.id for item, _ in pairs])
+
+    def archive_search(
+        self, query: Vectors, limit: int, where: ItemFilter
+    ) -> list[tuple[ContextItem, float, Vectors]]:
+        """Archived items nearest to ``query`` (see :meth:`ArchiveStore.vector_search`)."""
+        return self.archive.vector_search(query, limit, where)
 
     def find_archived(self, ids: Sequence[str]) -> list[ArchivedItem]:
         """Archive rows (archived items and originals) for these ids."""

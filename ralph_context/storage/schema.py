@@ -52,6 +52,7 @@ def items_schema(dimension: int) -> pa.Schema:
             pa.field("metadata", pa.string(), nullable=False),  # JSON object
             pa.field("summary", pa.string(), nullable=True),
             pa.field("original_length", pa.int64(), nullable=True),
+            pa.field("sequence", pa.int64(), nullable=True),
             pa.field("vector", pa.list_(pa.float32(), dimension), nullable=True),
         ]
     )
@@ -109,6 +110,9 @@ def item_from_row(row: Mapping[str, Any]) -> ContextItem:
         metadata=json.loads(row["metadata"]),
         summary=row["summary"],
         original_length=row["original_length"],
+        # Stores created before the column existed are migrated on open, but archive month
+        # tables written then have no such column.
+        sequence=row.get("sequence"),
     )
 
 

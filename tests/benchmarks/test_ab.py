@@ -225,6 +225,9 @@ async def test_baseline_forgets_what_left_ralphs_window(tmp_path: Path) -> None:
 
 
 @pytest.mark.model
+# Ralph runs its loop on asyncio and the hook awaits asyncio futures: under trio it cannot
+# store anything (it only passed there through the cached-context rung).
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_memory_brings_the_earlier_sessions_fact(
     tmp_path: Path, embedder: LocalEmbedder
 ) -> None:
@@ -232,7 +235,9 @@ async def test_memory_brings_the_earlier_sessions_fact(
     # The session-store host was learned in an earlier session: no exploring it.
     assert episode.success and episode.iterations == 6
     assert len(episode.retrieval_ms) == 6
-    assert all(0 < u <= 1 for u in episode.utilization)
+    # The first iteration finds nothing relevant to inject (only unrelated earlier sessions'
+    # items, under the score floor); every later one gets a section.
+    assert all(0 < u <= 1 for u in episode.utilization[1:])
     assert max(episode.relevance) > 0
 
 

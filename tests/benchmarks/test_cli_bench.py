@@ -15,15 +15,25 @@ HERE = Path(__file__).parent
 @pytest.mark.model
 def test_bench_retrieval_writes_its_files(tmp_path: Path) -> None:
     done = cli(
-        "bench", "retrieval", "--data", str(HERE / "tiny_locomo.json"), "--out", str(tmp_path)
+        "bench",
+        "retrieval",
+        "--data",
+        str(HERE / "tiny_locomo.json"),
+        "--scenarios",
+        "2",
+        "--out",
+        str(tmp_path),
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "recall.png",
         "results.json",
         "results.md",
     ]
-    assert json.loads((tmp_path / "results.json").read_text())["questions"] == 5
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["questions"] == 5
+    assert results["scenarios"]["queries"] == 10  # 2 per kind
     assert "| DRAGON (paper, 10 conv.) |" in done.stderr
+    assert "Loop scenarios, 10 queries" in done.stderr
 
 
 @pytest.mark.model
@@ -45,5 +55,8 @@ def test_bench_errors_are_one_clear_line(tmp_path: Path) -> None:
     assert "tasks[0] (admin-api).kind: Input should be" in done.stderr
     missing = cli("bench", "retrieval", "--data", str(tmp_path / "none.json"), check=False)
     assert missing.returncode == 2 and "no such file (pass --data" in missing.stderr
+    unnamed = cli("bench", "retrieval", check=False)
+    assert unnamed.returncode == 2
+    assert "needs --data" in unnamed.stderr and "snap-research/LoCoMo" in unnamed.stderr
     openai = cli("bench", "ab", "--agent", "openai", check=False)
     assert openai.returncode == 2 and "needs --base-url and --model" in openai.stderr

@@ -6,6 +6,7 @@ to commit), with the real model and real LanceDB.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 from benchmarks.retrieval.locomo import LocomoFormatError, load_conversations
 from benchmarks.retrieval.recall import Recall, evidence_recall, summarize
-from benchmarks.retrieval.run import KS, MODES, evaluate, markdown, write_outputs
+from benchmarks.retrieval.run import KS, MODES, NO_PLOT, evaluate, markdown, write_outputs
 
 TINY = Path(__file__).with_name("tiny_locomo.json")
 
@@ -84,8 +85,14 @@ async def test_run_on_a_tiny_conversation_finds_the_evidence(tmp_path: Path) -> 
         ticks.append(total)
         return lambda: ticks.append(-1)
 
-    results = await evaluate(TINY, workdir=tmp_path, progress=progress)  # type: ignore[arg-type]
+    results = await evaluate(
+        TINY,
+        workdir=tmp_path,
+        progress=progress,  # type: ignore[arg-type]
+        scenarios=0,
+    )
     assert results["questions"] == 5 and ticks == [5] + [-1] * 5
+    assert results["scenarios"] is None
     assert results["ingest"]["items"] == 8
     for mode in MODES:
         recall = results["modes"][mode]["recall"]
@@ -103,6 +110,24 @@ async def test_run_on_a_tiny_conversation_finds_the_evidence(tmp_path: Path) -> 
     assert results["modes"]["hybrid"]["recall"]["25"]["overall"] == 1.0
     paths = write_outputs(results, tmp_path / "out")
     assert [p.name for p in paths] == ["results.json", "results.md", "recall.png"]
+    assert set(results["modes"]) == {"vector", "text", "hybrid", "served"}
     assert json.loads(paths[0].read_text())["modes"]["hybrid"]["recall"]["5"]["4"] == 1.0
     assert "| DRAGON (paper, 10 conv.) | 0.567 | 0.662 | 0.767 | 0.827 |" in markdown(results)
     assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_without_matplotlib_the_results_are_written_and_one_line_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = json.loads((Path(__file__).parent / "retrieval_results.json").read_text())
+    real_find_spec = importlib.util.find_spec
+
+    def no_matplotlib(name: str, *args: object) -> object:
+        return None if name == "matplotlib" else real_find_spec(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(importlib.util, "find_spec", no_matplotlib)
+    paths = write_outputs(results, tmp_path)
+    assert [p.name for p in paths] == ["results.json", "results.md"]
+    assert json.loads(paths[0].read_text()) == results
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [NO_PLOT] and "ralph-context[bench]" in NO_PLOT

@@ -112,7 +112,16 @@ async def exercise(client: mcp.Client) -> None:
     assert stored["error_item_id"] in ids and skill["id"] in ids
     assert found["stats"]["tier"] == "semantic"
     assert found["stats"]["filtered_count"] >= 1  # the pie
-    factors = {"semantic", "lexical", "recency", "usefulness", "type_match"}
+    factors = {
+        "semantic",
+        "lexical",
+        "neighbour",
+        "match",
+        "recency",
+        "usefulness",
+        "feedback",
+        "type_match",
+    }
     assert set(found["items"][0]["breakdown"]) == factors
     only_skills = await call(
         client, "get_relevant_context", query="API server start", context_types=["skill"]
