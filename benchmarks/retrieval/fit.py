@@ -39,8 +39,9 @@ from benchmarks.settings import store_settings
 from ralph_context import ContextType, Engine, Settings
 from ralph_context.config import EmbeddingsSettings, ScoringSettings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
-from ralph_context.retrieval import CANDIDATE_FACTOR, LEXICAL_FACTOR, passes_gate, place
+from ralph_context.retrieval import CANDIDATE_FACTOR, LEXICAL_FACTOR, passes_gate
 from ralph_context.scoring import SKILL_DECAY_RATIO, Candidate, combine, contextual_match
+from ralph_context.storage.threads import place
 
 __all__ = ["GRID", "Pool", "grade", "main"]
 

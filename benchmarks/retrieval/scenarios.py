@@ -106,6 +106,7 @@ SKILL_TASKS = (
     ("release a new {slug} version", "bump the version, tag it, and push the tag to trigger CI"),
     ("debug a flaky {slug} test", "rerun with -p no:randomly and --count 20 to reproduce it"),
 )
+SUITES = ("unit", "integration", "end-to-end", "smoke", "load", "contract", "snapshot", "API")
 TIPS = (
     "set {env}=1 before running pytest",
     "start the {slug} stub container first",
@@ -171,9 +172,14 @@ def generate(*, per_kind: int = 48, seed: int = 7) -> list[ScenarioStore]:
     return [_BUILDERS[kind](rng, per_kind) for kind in KINDS]
 
 
-def _topics(rng: random.Random, count: int) -> list[tuple[str, str, int]]:
-    """``count`` (component name, slug, variant) triples, each distinct."""
-    pairs = [(name, slug, v) for name, slug in COMPONENTS for v in range(8)]
+def _topics(rng: random.Random, count: int, variants: int = 8) -> list[tuple[str, str, int]]:
+    """``count`` (component name, slug, variant) triples, each distinct, variant below
+    ``variants``: a kind whose text depends on the variant through a table of that size
+    asks it for exactly that many, or two topics would plant the same text (and the same
+    question), which no ranking can tell apart."""
+    pairs = [(name, slug, v) for name, slug in COMPONENTS for v in range(variants)]
+    if count > len(pairs):
+        raise ValueError(f"at most {len(pairs)} queries per kind here, not {count}")
     rng.shuffle(pairs)
     return pairs[:count]
 
@@ -188,8 +194,8 @@ def _chatter(store: ScenarioStore, rng: random.Random, last: int, per_iteration:
 
 def _supersede(rng: random.Random, count: int) -> ScenarioStore:
     store = ScenarioStore("supersede")
-    for i, (name, _slug, variant) in enumerate(_topics(rng, count)):
-        purpose, options = PURPOSES[variant % len(PURPOSES)]
+    for i, (name, _slug, variant) in enumerate(_topics(rng, count, len(PURPOSES))):
+        purpose, options = PURPOSES[variant]
         old, new = rng.sample(options, 2)
         early, late = rng.randint(25, 40), rng.randint(50, 70)
         store.items.append(
@@ -223,18 +229,21 @@ def _supersede(rng: random.Random, count: int) -> ScenarioStore:
 
 def _feedback(rng: random.Random, count: int) -> ScenarioStore:
     store = ScenarioStore("feedback")
-    for i, (name, slug, _variant) in enumerate(_topics(rng, count)):
+    for i, (name, slug, variant) in enumerate(_topics(rng, count, len(SUITES))):
+        suite = SUITES[variant]
         env = f"{slug.upper()}_TEST"
         first, second = rng.sample(TIPS, 2)
         iteration = rng.randint(5, 40)
         for tag, tip in (("a", first), ("b", second)):
-            text = f"Tip: to run the {name} tests locally, {tip.format(env=env, slug=slug)}."
+            text = (
+                f"Tip: to run the {name} {suite} tests locally, {tip.format(env=env, slug=slug)}."
+            )
             store.items.append(Planted(f"tip{tag}-{i}", text, "skill", iteration))
         good, bad = rng.sample(("a", "b"), 2)
         store.feedback += [Feedback(f"tip{good}-{i}", True), Feedback(f"tip{good}-{i}", True)]
         if i % 2:
             store.feedback.append(Feedback(f"tip{bad}-{i}", False))
-        question = f"How do I run the {name} tests locally?"
+        question = f"How do I run the {name} {suite} tests locally?"
         store.queries.append(ScenarioQuery(question, ((f"tip{good}-{i}",),), "feedback"))
     _chatter(store, rng, 45, 3)
     return _ordered(store)
@@ -266,8 +275,8 @@ def _last_error(rng: random.Random, count: int) -> ScenarioStore:
 def _old_skill(rng: random.Random, count: int) -> ScenarioStore:
     store = ScenarioStore("old_skill")
     last = 160
-    for i, (name, slug, variant) in enumerate(_topics(rng, count)):
-        task, steps = SKILL_TASKS[variant % len(SKILL_TASKS)]
+    for i, (name, slug, variant) in enumerate(_topics(rng, count, len(SKILL_TASKS))):
+        task, steps = SKILL_TASKS[variant]
         env = f"{slug.upper()}_LOCAL"
         text = (
             f"Skill: to {task.format(slug=slug)} in the {name}, {steps.format(slug=slug, env=env)}."
@@ -282,8 +291,8 @@ def _old_skill(rng: random.Random, count: int) -> ScenarioStore:
 def _duplicates(rng: random.Random, count: int) -> ScenarioStore:
     store = ScenarioStore("duplicates")
     last = 50
-    for i, (name, slug, variant) in enumerate(_topics(rng, count)):
-        error, message = ERRORS[variant % len(ERRORS)]
+    for i, (name, slug, variant) in enumerate(_topics(rng, count, len(ERRORS))):
+        error, message = ERRORS[variant]
         detail = _detail(rng, message, slug)
         start = rng.randint(10, 35)
         copies = []

@@ -22,6 +22,7 @@ from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ModelMismatch, RalphContextError, StoreError
 from ralph_context.models import ContextItem, ContextState, IterationResult
 from ralph_context.runtime import Actor, Envelope, PermanentFailure
+from ralph_context.storage import threads
 from ralph_context.storage.archive import ArchivedItem
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import AgeRow, LanceStore, MaintenanceReport, StoreStats
@@ -30,6 +31,7 @@ from ralph_context.storage.pack_space import PackSpace
 __all__ = [
     "AddItems",
     "AddIteration",
+    "Adjacent",
     "AdjustUsefulness",
     "ArchiveSearch",
     "DeleteItems",
@@ -55,6 +57,7 @@ log = structlog.get_logger("ralph_context.storage")
 T = TypeVar("T")
 VectorHit = tuple[ContextItem, float, Vectors]
 TextHit = tuple[ContextItem, float, Vectors | None]
+Adjacent = tuple[ContextItem, Vectors | None]
 
 # Usage counters are served from memory; writing them costs one small upsert, so batch it,
 # but not for long: a killed process loses what was not flushed.
@@ -94,13 +97,16 @@ class TextSearch:
 
 @dataclass(frozen=True)
 class HybridSearch:
-    """Vector and full-text search for the same query, run side by side."""
+    """Vector and full-text search for the same query, run side by side; the neighbours of
+    the best ``seeds`` full-text hits are fetched as soon as that half answers, while the
+    (slower) vector half still runs."""
 
     vector: Vectors
     text: str
     vector_limit: int
     text_limit: int
     where: ItemFilter
+    seeds: int = 0
 
 
 @dataclass(frozen=True)
@@ -302,6 +308,12 @@ class StorageActor(Actor[StorageRequest, object]):
         return self._store.model_id if self._store is not None else None
 
     @property
+    def archive_empty(self) -> bool:
+        """True while nothing was ever archived (or the store is not open): retrieval then
+        skips the archive without a call. A plain read of a flag only this actor sets."""
+        return self._store is None or self._store.archive.empty
+
+    @property
     def store(self) -> LanceStore:
         assert self._store is not None, "setup() opens the store"
         return self._store
@@ -342,8 +354,8 @@ class StorageActor(Actor[StorageRequest, object]):
                 return await self._run(self.store.list_items, where, limit)
             case TextSearch(text, limit, where):
                 return await self._run(self.store.text_search, text, limit, where)
-            case HybridSearch(vector, text, vector_limit, text_limit, where):
-                return await self._hybrid(vector, text, vector_limit, text_limit, where)
+            case HybridSearch(vector, text, vector_limit, text_limit, where, seeds):
+                return await self._hybrid(vector, text, vector_limit, text_limit, where, seeds)
             case ArchiveSearch(vector, limit, where):
                 return await self._run(self.store.archive_search, vector, limit, where)
             case Neighbours(items, where):
@@ -471,14 +483,22 @@ class StorageActor(Actor[StorageRequest, object]):
         return cast(list[TextHit], reply)
 
     async def hybrid_search(
-        self, vector: Vectors, text: str, vector_limit: int, text_limit: int, where: ItemFilter
-    ) -> tuple[list[VectorHit], list[TextHit]]:
-        """Vector hits and full-text hits for one query; a failed full-text half (e.g. a
-        query of only stop words or a damaged FTS index) yields no text hits, not an error."""
+        self,
+        vector: Vectors,
+        text: str,
+        vector_limit: int,
+        text_limit: int,
+        where: ItemFilter,
+        seeds: int = 0,
+    ) -> tuple[list[VectorHit], list[TextHit], list[Adjacent]]:
+        """Vector hits, full-text hits, and the neighbours of the best ``seeds`` full-text
+        hits, for one query; a failed full-text half (e.g. a query of only stop words or a
+        damaged FTS index) yields no text hits and no neighbours, not an error."""
         reply = await self.call(
-            HybridSearch(vector, text, vector_limit, text_limit, where), timeout=self.timeout
+            HybridSearch(vector, text, vector_limit, text_limit, where, seeds),
+            timeout=self.timeout,
         )
-        return cast(tuple[list[VectorHit], list[TextHit]], reply)
+        return cast(tuple[list[VectorHit], list[TextHit], list[Adjacent]], reply)
 
     async def archive_search(
         self, vector: Vectors, limit: int, where: ItemFilter
@@ -567,14 +587,24 @@ class StorageActor(Actor[StorageRequest, object]):
     # --- internals -------------------------------------------------------------------------
 
     async def _hybrid(
-        self, vector: Vectors, text: str, vector_limit: int, text_limit: int, where: ItemFilter
-    ) -> tuple[list[VectorHit], list[TextHit]]:
+        self,
+        vector: Vectors,
+        text: str,
+        vector_limit: int,
+        text_limit: int,
+        where: ItemFilter,
+        seeds: int,
+    ) -> tuple[list[VectorHit], list[TextHit], list[Adjacent]]:
         store = self.store
         text_hits: list[TextHit] = []
+        adjacent: list[Adjacent] = []
 
         async def lexical() -> None:
             try:
                 text_hits.extend(await self._run(store.text_search, text, text_limit, where))
+                threaded = [item for item, _, _ in text_hits if threads.place(item)][:seeds]
+                if threaded:
+                    adjacent.extend(await self._run(store.neighbours, threaded, where))
             except Exception as exc:
                 log.warning("text_half_failed", error=str(exc))
 
@@ -590,7 +620,7 @@ class StorageActor(Actor[StorageRequest, object]):
                 failure = exc
         if failure is not None:
             raise failure
-        return vector_hits, text_hits
+        return vector_hits, text_hits, adjacent
 
     async def _vector(self, vector: Vectors, limit: int, where: ItemFilter) -> list[VectorHit]:
         """The vector half, with damage contained: a failing index (corrupt or missing files)

@@ -80,9 +80,10 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     ) -> ContextAnswer:
         """Retrieve the stored context most relevant to the current task, best first.
 
-        Relevance = semantic similarity, recency, usefulness feedback and type match; each
-        item carries its score breakdown. Results fit the token budget, near-duplicates
-        collapsed. Stats say which tier answered (semantic, text, none) and why.
+        Relevance = match (meaning and shared words, helped by the item stored next to it)
+        scaled by recency, usefulness feedback and type; each item carries its breakdown.
+        Results fit the token budget, near-duplicates collapsed. Stats say which tier
+        answered (semantic, text, none) and why.
         """
         result = await holder.get().search(
             query,

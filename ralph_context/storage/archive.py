@@ -63,6 +63,8 @@ class ArchiveStore:
         uri = str(self.location) if self.location else f"memory://ralph-archive-{id(self)}"
         self.dimension = dimension
         self._db = lancedb.connect(uri, storage_options=options)
+        # Until something is archived, a search of the archive is skipped without a call.
+        self.empty = not self.tables()
 
     def tables(self) -> list[str]:
         """Month tables, oldest first."""
@@ -90,6 +92,7 @@ class ArchiveStore:
             )
             rows.append(row)
         table = self._db.create_table(name, schema=schema, exist_ok=True)
+        self.empty = False
         # The table's own schema: a month table from before a column was added lacks it.
         table.add(pa.Table.from_pylist(rows, schema=table.schema))
 

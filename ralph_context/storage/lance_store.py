@@ -17,7 +17,7 @@ import os
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from lancedb.query import MatchQuery
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ItemNotFound, ModelMismatch
 from ralph_context.models import ContextItem, ContextState, ContextType, IterationResult
+from ralph_context.storage import threads
 from ralph_context.storage.archive import ArchivedItem, ArchiveStore
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile
@@ -64,7 +65,7 @@ _SCALAR_INDEXES = (
     ("state", Bitmap()),
     ("tags", LabelList()),
     ("content", FTS()),
-    ("sequence", BTree()),
+    (threads.SEQUENCE, BTree()),
 )
 
 
@@ -155,7 +156,7 @@ class LanceStore:
         self.archive = ArchiveStore(location, self.dimension, options=STORAGE_OPTIONS)
         self.packs = PackSpace(self._db, self.dimension)
         self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
-        self._next_sequence = self._last_sequence() + 1
+        self._next_sequence = threads.last_place(self.items) + 1
         # Written only now that the table agreed with the model: a refused open changes nothing.
         if self.model_id is not None and (recorded is None or recorded.model_id is None):
             self._write_record()
@@ -176,20 +177,12 @@ class LanceStore:
                 f"the store's vectors are {stored.list_size}-d but the model makes "
                 f"{self.dimension}-d ones; {REINDEX_HINT}"
             )
-        if "sequence" not in table.schema.names:
-            # Stores from before neighbours: old rows keep no place in the order (null) and
-            # simply have no neighbours; new rows continue from 0.
-            table.add_columns(pa.field("sequence", pa.int64(), nullable=True))
+        threads.ensure_column(table)
         indexed = {tuple(index.columns) for index in table.list_indices()}
         for column, config in _SCALAR_INDEXES:
             if (column,) not in indexed:
                 table.create_index(column, config=config)
         return table
-
-    def _last_sequence(self) -> int:
-        column = self.items.search().select(["sequence"]).limit(None).to_arrow()
-        last = pc.max(column.column("sequence")).as_py() if column.num_rows else None
-        return -1 if last is None else int(last)
 
     def add_items(self, pairs: Sequence[tuple[ContextItem, Vectors | None]]) -> list[ContextItem]:
         """Append items in one write (one table version), each given the next place in the
@@ -259,20 +252,16 @@ class LanceStore:
     ) -> list[tuple[ContextItem, Vectors | None]]:
         """The items stored right before and after each of ``items`` with the same source
         and iteration (and matching ``where``), not counting ``items`` themselves."""
-        given = {item.sequence for item in items if item.sequence is not None}
-        wanted = sorted({n + step for n in given for step in (-1, 1)} - given)
-        wanted = [n for n in wanted if n >= 0]
-        if not wanted:
+        narrowed, places = threads.neighbour_filter(items, where)
+        if not places:
             return []
-        threads = {(item.source, item.created_iteration) for item in items}
-        sql = replace(where, sequences=tuple(wanted)).to_sql()
-        table = self.items.search().where(sql).limit(len(wanted)).to_arrow()
+        table = self.items.search().where(narrowed.to_sql()).limit(places).to_arrow()
         vectors = vector_list(table.column("vector"), self.dimension)
         found = [
             (self._item(row), vector)
             for row, vector in zip(table.drop_columns(["vector"]).to_pylist(), vectors, strict=True)
         ]
-        return [(i, v) for i, v in found if (i.source, i.created_iteration) in threads]
+        return [(i, v) for i, v in found if threads.same_thread(i, items)]
 
     def text_search(
         self, text: str, limit: int, where: ItemFilter

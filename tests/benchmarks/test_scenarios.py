@@ -25,6 +25,16 @@ def test_every_answer_is_a_stored_item_and_items_come_in_iteration_order() -> No
         assert iterations == sorted(iterations)
 
 
+def test_no_two_queries_or_answers_of_a_kind_are_the_same_text() -> None:
+    # Two topics planting one text (or asking one question) would be a tie no ranking can
+    # break: the answer key would name one copy at random.
+    for store in generate():
+        questions = [q.text for q in store.queries]
+        assert len(set(questions)) == len(questions), store.kind
+        planted = [i.content for i in store.items if not i.key.startswith("chat-")]
+        assert len(set(planted)) == len(planted), store.kind
+
+
 def test_each_kind_plants_what_it_tests() -> None:
     supersede, feedback, last_error, old_skill, duplicates = generate(per_kind=6)
     by_key = {i.key: i for s in (supersede, old_skill) for i in s.items}
