@@ -209,7 +209,7 @@ class ScoringSettings(_Section):
     neighbour_share: float = Field(default=0.70, ge=0.0, le=1.0, allow_inf_nan=False)
     # Recency decays from 1 towards this floor, at recency_decay per iteration of age
     # (skills do not age: they are meant to outlive the iterations that taught them).
-    recency_floor: float = Field(default=0.70, ge=0.0, le=1.0, allow_inf_nan=False)
+    recency_floor: float = Field(default=0.75, ge=0.0, le=1.0, allow_inf_nan=False)
     recency_decay: float = Field(default=0.05, ge=0.0, le=10.0, allow_inf_nan=False)
     # Feedback multiplies by 1 + usefulness_boost·(2·usefulness - 1): 0.5 (unrated) is 1.
     usefulness_boost: float = Field(default=0.50, ge=0.0, le=1.0, allow_inf_nan=False)

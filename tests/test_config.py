@@ -39,7 +39,7 @@ def test_defaults_match_the_seed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     )
     assert settings.lifecycle.prune_after_iterations == 100
     assert settings.scoring.lexical_share == 0.6  # fitted: benchmarks/retrieval/fit.py
-    assert settings.scoring.recency_floor == 0.7
+    assert settings.scoring.recency_floor == 0.75
     assert settings.lifecycle.ageless_types == (ContextType.SKILL, ContextType.TASK)
     assert settings.store_path() == tmp_path / ".agent/context"
 
