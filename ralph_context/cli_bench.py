@@ -172,3 +172,62 @@ def ab(
         except RalphContextError as exc:
             raise fail(str(exc)) from None
     report(results, out, write_outputs, markdown)
+
+
+@bench_app.command("latency")
+def latency(
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="LoCoMo JSON (its turns fill the stores, its questions are the queries)."
+        ),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for results.json/.md and latency.png.")] = Path(
+        "benchmarks/latency/out"
+    ),
+    items: Annotated[
+        str, typer.Option(help="Comma-separated store sizes, e.g. 10000,100000,1000000.")
+    ] = "10000,100000",
+    queries: Annotated[int, typer.Option(min=10, help="Queries per face and size.")] = 300,
+    iterations: Annotated[
+        int, typer.Option(min=10, help="Hook iterations per mode (retrieval, loop).")
+    ] = 250,
+    agent_ms: Annotated[
+        float, typer.Option(min=0, help="The agent's own time per loop iteration (a sleep).")
+    ] = 200.0,
+    quick: Annotated[
+        bool, typer.Option(help="One 5,000-item store, 40 queries, 30 iterations (CI smoke).")
+    ] = False,
+    log_level: Annotated[str | None, typer.Option("--log-level")] = None,
+) -> None:
+    """Latency of every face on the same stores: the floor (raw model and LanceDB),
+    Engine.search, MCP over stdio and HTTP (1 and 8 clients), the Ralph hook alone and in a
+    loop with the lifecycle on; RSS, store size, MCP ingest rates."""
+    configure_logging(log_level)
+    if data is None:
+        raise fail(_LOCOMO_HINT.replace("bench retrieval", "bench latency"))
+    try:
+        sizes = [int(part) for part in items.split(",") if part.strip()]
+    except ValueError:
+        raise fail(f"--items must be comma-separated integers, got {items!r}") from None
+    if not sizes or min(sizes) < 1_000:
+        raise fail(f"--items needs store sizes of at least 1000, got {items!r}")
+    if quick:
+        sizes, queries, iterations = [5_000], 40, 30
+    try:
+        from benchmarks.latency.suite import markdown, measure, write_outputs
+    except ImportError:
+        raise fail(_NO_BENCHMARKS) from None
+    with progress_bar("phases") as start:
+        results = anyio.run(
+            lambda: measure(
+                data,
+                sizes=sizes,
+                queries=queries,
+                hook_iterations=iterations,
+                agent_ms=agent_ms,
+                ingest_texts=128 if quick else 512,
+                progress=start,
+            )
+        )
+    report(results, out, write_outputs, markdown)

@@ -101,6 +101,9 @@ class StorageSettings(_Section):
     # Every LanceDB write is a table version; compaction restores read speed.
     optimize_every_writes: int = Field(default=200, ge=1)
     version_retention_minutes: float = Field(default=5.0, ge=0, allow_inf_nan=False)
+    # A read or write of the store taking longer fails that call (retrieval steps down a
+    # tier); maintenance gets ten times as long.
+    timeout_seconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
 
 
 class EmbeddingsSettings(_Section):
@@ -162,6 +165,9 @@ class LifecycleSettings(_Section):
     # the pass finishes with extractive summaries instead of holding up the next one.
     summarizer_timeout_seconds: float = Field(default=60.0, gt=0.0, allow_inf_nan=False)
     summarizer_budget_seconds: float = Field(default=120.0, gt=0.0, allow_inf_nan=False)
+    # How long a pass asked for by a tool or the CLI may take (plus twice the summarizer
+    # budget when a model writes summaries); background passes are not waited for.
+    timeout_seconds: float = Field(default=600.0, gt=0.0, allow_inf_nan=False)
 
     # Types that do not age: never summarized or archived by the clock (a skill learned in
     # iteration 2 is still the answer in iteration 200); pruned only when judged useless.

@@ -88,6 +88,9 @@ HELPFUL_DELTA = 0.10
 UNHELPFUL_DELTA = -0.15
 # Texts per embedding request: ~3 s of work here, far inside the per-call deadline.
 EMBED_CHUNK = 256
+# Scoring is pure arithmetic on a few hundred candidates (~1 ms); past this the actor is
+# stuck and retrieval scores inline instead.
+SCORING_TIMEOUT = 5.0
 # Items embedded by one backfill at start, in chunks (~2 minutes of work at most here).
 BACKFILL_CHUNKS = 24
 
@@ -181,7 +184,7 @@ class Engine:
             log.warning("embedding_unavailable", reason=embedding.health.last_error)
         location = None if settings.is_ephemeral else settings.store_path()
         storage = StorageActor(
-            settings.storage, location, model, timeout=settings.embeddings.timeout_seconds
+            settings.storage, location, model, timeout=settings.storage.timeout_seconds
         )
         await supervisor.start(storage)
         self._storage = storage
@@ -190,7 +193,7 @@ class Engine:
             raise storage.fatal
         if storage.health.snapshot().serving:
             self._iteration = await storage.latest_iteration()
-        scoring = ScoringActor(settings.scoring, timeout=settings.embeddings.timeout_seconds)
+        scoring = ScoringActor(settings.scoring, timeout=SCORING_TIMEOUT)
         await supervisor.start(scoring)
         # Setup does no I/O: with no model configured it is down at once, never slowing start.
         inference = InferenceActor(settings.inference)
@@ -413,10 +416,9 @@ class Engine:
     async def _lifecycle_call(self, request: LifecycleRequest) -> LifecycleReport:
         if self._lifecycle is None:
             raise ActorUnavailable(_NOT_STARTED)
-        # A pass over a large store rewrites many rows: give it far longer than a query,
-        # plus the time the summarizer model may take: its budget bounds it per pass, and
+        # Plus the time the summarizer model may take: its budget bounds it per pass, and
         # this call may queue behind a background pass spending its own.
-        timeout = self._timeout * 20
+        timeout = self.settings.lifecycle.timeout_seconds
         if self.settings.lifecycle.summarizer_model is not None:
             timeout += 2 * self.settings.lifecycle.summarizer_budget_seconds
         return await self._lifecycle.call(request, timeout=timeout)
@@ -615,9 +617,11 @@ class Engine:
         """
         return await self._require_storage().size_bytes()
 
-    async def maintain(self) -> None:
-        """Compact the store and build or refresh its indexes now."""
-        await self._require_storage().maintain()
+    async def maintain(self, *, reclaim: bool = False) -> None:
+        """Compact the store and build or refresh its indexes now; ``reclaim`` also drops
+        the old versions kept for ``storage.version_retention_minutes`` (only safe when no
+        other process reads the store)."""
+        await self._require_storage().maintain(reclaim=reclaim)
 
     def health(self) -> EngineHealth:
         """Per-actor health and the tier a query would be served from right now."""

@@ -14,7 +14,7 @@ On both rungs, the items stored right before and after the best full-text hits (
 and iteration) join the pool, and each candidate's best neighbour's match counts towards its
 own (``scoring.neighbour_share``). An answer rarely repeats its question's words: on LoCoMo
 the turn after the best match is often the evidence, and this lifts recall@10 by ~7 points.
-A neighbour joins even below the similarity gate: it is there because its neighbour passed.
+A fetched neighbour joins only if it passes the gate itself (see ``_join_neighbours``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import cast
 
+import anyio
 import numpy as np
 import structlog
 
@@ -94,6 +95,18 @@ class Candidates:
     neighbours: list[Candidate]
 
 
+@dataclass(frozen=True)
+class _Halves:
+    """What :meth:`Retriever._halves` found: the query vector, the vector hits, the
+    full-text hits, the neighbours of the best full-text hits, and the embedding time."""
+
+    vector: Vectors
+    vector_hits: list[VectorHit]
+    text_hits: list[TextHit]
+    adjacent: list[Adjacent]
+    embed_ms: float
+
+
 class Retriever:
     """Serves queries from whichever rung works; never raises for a failing part.
 
@@ -151,44 +164,35 @@ class Retriever:
         reason = self.semantic_unavailable()
         if reason is not None:
             raise ActorUnavailable(reason)
-        vector = await self._embed_query(text)
-        vector_hits, text_hits, fetched = await self.storage.hybrid_search(
-            vector,
-            text,
-            limit,
-            limit if text_limit is None else text_limit,
-            where,
-            self._seeds(NEIGHBOUR_SEEDS),
+        halves = await self._halves(
+            text, limit, limit if text_limit is None else text_limit, where, NEIGHBOUR_SEEDS
         )
-        pool = _pool(vector, vector_hits, text_hits)
+        pool = _pool(halves.vector, halves.vector_hits, halves.text_hits)
         gate = self.settings.retrieval.min_similarity
         passing = [c for c in pool if passes_gate(c, gate)]
         members = {c.item.id for c in pool}
-        expanded = self._join_neighbours(passing, fetched, probe=vector)
+        expanded = self._join_neighbours(passing, halves.adjacent, probe=halves.vector)
         return Candidates(
-            semantic=[(item, similarity) for item, similarity, _ in vector_hits],
-            lexical=[(item, score) for item, score, _ in text_hits],
+            semantic=[(item, similarity) for item, similarity, _ in halves.vector_hits],
+            lexical=[(item, score) for item, score, _ in halves.text_hits],
             pool=pool,
             neighbours=[c for c in expanded if c.item.id not in members],
         )
 
     async def _semantic(self, query: Query) -> RetrievalResult:
         started = time.perf_counter()
-        vector = await self._embed_query(query.text)
-        embedded = time.perf_counter()
-        vector_hits, text_hits, fetched = await self.storage.hybrid_search(
-            vector,
+        halves = await self._halves(
             query.text,
             query.max_items * CANDIDATE_FACTOR,
             query.max_items * LEXICAL_FACTOR,
             query.where,
             self._seeds(query.max_items),
         )
-        pool = _pool(vector, vector_hits, text_hits)
-        pool += await self._archived(pool, vector, query)
+        pool = _pool(halves.vector, halves.vector_hits, halves.text_hits)
+        pool += await self._archived(pool, halves.vector, query)
         gate = self.settings.retrieval.min_similarity
         passing = [c for c in pool if passes_gate(c, gate)]
-        passing = self._join_neighbours(passing, fetched, probe=vector)
+        passing = self._join_neighbours(passing, halves.adjacent, probe=halves.vector)
         ranking = await self._rank(passing, query, match="semantic")
         finished = time.perf_counter()
         return await self._result(
@@ -198,9 +202,53 @@ class Retriever:
             gated=len(pool) - len(passing),
             tier=Tier.SEMANTIC,
             reason=None,
-            embed_ms=(embedded - started) * 1000,
-            search_ms=(finished - embedded) * 1000,
+            embed_ms=halves.embed_ms,
+            search_ms=(finished - started) * 1000 - halves.embed_ms,
         )
+
+    async def _halves(
+        self, text: str, vector_limit: int, text_limit: int, where: ItemFilter, seeds: int
+    ) -> _Halves:
+        """Both halves of the semantic rung, side by side: the full-text half (then the
+        neighbours of its best ``seeds`` threaded hits) needs no query vector, so it runs
+        while the query is embedded and the vector half searched. A failed full-text half
+        (a query of only stop words, a damaged FTS index) costs only its hits.
+
+        Raises:
+            ActorUnavailable, StoreError: The query could not be embedded or the vector half
+                failed (the caller steps down to the text rung).
+        """
+        text_hits: list[TextHit] = []
+        adjacent: list[Adjacent] = []
+
+        async def lexical() -> None:
+            try:
+                text_hits.extend(await self.storage.text_search(text, text_limit, where))
+                threaded = [item for item, _, _ in text_hits if place(item)][:seeds]
+                if threaded:
+                    adjacent.extend(await self.storage.neighbours(threaded, where))
+            except (ActorUnavailable, StoreError) as exc:
+                log.warning("text_half_failed", error=str(exc))
+
+        failure: ActorUnavailable | StoreError | None = None
+        vector_hits: list[VectorHit] = []
+        vector: Vectors | None = None
+        embed_ms = 0.0
+        async with anyio.create_task_group() as group:
+            group.start_soon(lexical)
+            started = time.perf_counter()
+            try:
+                vector = await self._embed_query(text)
+                embed_ms = (time.perf_counter() - started) * 1000
+                vector_hits = await self.storage.vector_search(vector, vector_limit, where)
+            except (ActorUnavailable, StoreError) as exc:
+                # Raised after the group: inside, it would arrive as an ExceptionGroup.
+                failure = exc
+                group.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        assert vector is not None
+        return _Halves(vector, vector_hits, text_hits, adjacent, embed_ms)
 
     async def _text(self, query: Query, reason: str | None) -> RetrievalResult:
         started = time.perf_counter()

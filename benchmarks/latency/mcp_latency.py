@@ -55,7 +55,7 @@ def write_config(store: Path) -> Path:
 
 
 async def time_queries(client: mcp.Client, questions: list[str]) -> list[float]:
-    for question in questions[:10]:  # warm-up: caches, first-call paths
+    for question in questions[:3]:  # warm-up: first-call paths (timed again below)
         await client.call_tool("get_relevant_context", {"query": question})
     latencies = []
     for question in questions:
@@ -103,6 +103,54 @@ async def over_http(config: Path, questions: list[str]) -> list[float]:
     finally:
         process.terminate()
         await anyio.to_thread.run_sync(lambda: process.wait(timeout=60))
+
+
+async def clients_over_http(
+    config: Path, questions: list[str], clients: int = 8
+) -> tuple[list[float], list[float]]:
+    """One server: ``questions`` from one client, then spread over ``clients`` at once."""
+    process, url = await anyio.to_thread.run_sync(start_http, config)
+    try:
+        async with mcp.Client(url) as client:
+            single = await time_queries(client, questions)
+        together: list[float] = []
+
+        async def one(share: list[str]) -> None:
+            async with mcp.Client(url) as client:
+                together.extend(await time_queries(client, share))
+
+        async with anyio.create_task_group() as group:
+            for n in range(clients):
+                group.start_soon(one, questions[n::clients])
+        return single, together
+    finally:
+        process.terminate()
+        await anyio.to_thread.run_sync(lambda: process.wait(timeout=60))
+
+
+async def ingest_over_stdio(config: Path, texts: list[str], batch: int = 64) -> tuple[float, float]:
+    """Items/s through ``store_context`` (a quarter of ``texts``, one call each) and through
+    ``store_contexts`` (all of them, ``batch`` per call)."""
+    env = {**os.environ, "RALPH_CONTEXT_CONFIG": str(config)}
+    params = StdioServerParameters(command=SERVE[0], args=SERVE[1:], env=env)
+    async with mcp.Client(params) as client:
+        await client.call_tool("get_context_stats", {})
+        singles = [f"{text} (single)" for text in texts[: max(1, len(texts) // 4)]]
+        started = time.perf_counter()
+        for text in singles:
+            result = await client.call_tool(
+                "store_context", {"content": text, "context_type": "output"}
+            )
+            assert not result.is_error
+        single = len(singles) / (time.perf_counter() - started)
+        started = time.perf_counter()
+        for start in range(0, len(texts), batch):
+            items = [
+                {"content": text, "context_type": "output"} for text in texts[start : start + batch]
+            ]
+            result = await client.call_tool("store_contexts", {"items": items})
+            assert not result.is_error
+        return single, len(texts) / (time.perf_counter() - started)
 
 
 def summary(latencies: list[float]) -> dict[str, float]:

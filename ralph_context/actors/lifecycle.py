@@ -8,9 +8,10 @@ embedding request, so queries interleave with a long pass instead of waiting beh
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+import anyio
 import structlog
 
 from ralph_context.actors.embedding import EmbeddingActor
@@ -48,6 +49,11 @@ Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 # summaries, so a pass stopped at shutdown loses only a few minutes of the model's work.
 _READ_CHUNK = 32
 _MODEL_CHUNK = 4
+# Ids per storage request of a pass (state changes, archiving, pruning): one slice takes
+# ~0.1 s at 100k items, the longest a write from the loop waits behind the pass.
+_SLICE = 256
+# Longest rest between slices, and longest wait for reads in flight to finish (seconds).
+_MAX_REST = 0.5
 # Share of the size-pressure candidates deleted per round before re-measuring.
 _PRESSURE_STEP = 0.1
 _MIB = 1024 * 1024
@@ -147,9 +153,12 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
 
     async def handle(self, request: LifecycleRequest) -> LifecycleReport:
         now = self.clock()
-        rows = await self.storage.age_rows()
         match request:
             case RunLifecycle(dry_run, progress):
+                # Nothing younger than the aging age can change state or be pruned.
+                rows = await self.storage.age_rows(
+                    now - self.settings.lifecycle.aging_after_iterations
+                )
                 archived = await self.storage.archived_rows()
                 plan = plan_lifecycle(rows, archived, now=now, settings=self.settings.lifecycle)
                 report = await self._execute(plan, now, dry_run, progress)
@@ -157,9 +166,11 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
                     return report
                 return await self._relieve_pressure(report, now, progress)
             case SummarizeOld(older_than, dry_run, progress):
+                rows = await self.storage.age_rows(now - older_than)
                 plan = plan_summarize(rows, now=now, older_than=older_than)
                 return await self._execute(plan, now, dry_run, progress)
             case PruneLowValue(min_usefulness, dry_run, progress):
+                rows = await self.storage.age_rows()
                 archived = await self.storage.archived_rows()
                 plan = plan_prune(rows, archived, min_usefulness=min_usefulness)
                 return await self._execute(plan, now, dry_run, progress)
@@ -187,16 +198,18 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         if dry_run or plan.empty:
             return report
         total = float(len(plan.to_summarize) + 3)
-        if plan.to_aging:
-            await self.storage.set_state(plan.to_aging, ContextState.AGING)
+        async for ids in self._slices(plan.to_aging):
+            await self.storage.set_state(ids, ContextState.AGING)
         await _report(progress, 1, total, f"{len(plan.to_aging)} items aging")
         saved = await self._summarize(plan.to_summarize, summarizer, progress, total)
         report = replace(report, summarizer=summarizer.name, notes=summarizer.notes)
-        if plan.to_archive:
-            await self.storage.archive_items(plan.to_archive)
+        async for ids in self._slices(plan.to_archive):
+            await self.storage.archive_items(ids)
         await _report(progress, total - 1, total, f"{len(plan.to_archive)} items archived")
-        if pruned:
-            await self.storage.prune(plan.to_prune, plan.to_prune_archived)
+        async for ids in self._slices(plan.to_prune):
+            await self.storage.prune(ids, ())
+        async for ids in self._slices(plan.to_prune_archived):
+            await self.storage.prune((), ids)
         await _report(progress, total, total, f"{len(pruned)} items pruned")
         log.info(
             "lifecycle_pass",
@@ -207,6 +220,19 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
             pruned=len(pruned),
         )
         return replace(report, chars_saved=saved)
+
+    async def _slices(self, ids: Sequence[str]) -> AsyncIterator[Sequence[str]]:
+        """``ids`` in slices of :data:`_SLICE`, each handed out once no read is in flight
+        and after a rest as long as the previous slice took: a pass over 100k items then
+        holds the single writer for one slice at a time and leaves at least half the CPU
+        to the loop's requests."""
+        began = anyio.current_time()
+        for start in range(0, len(ids), _SLICE):
+            if start:
+                await anyio.sleep(min(_MAX_REST, anyio.current_time() - began))
+            await self.storage.quiet(at_most=_MAX_REST)
+            began = anyio.current_time()
+            yield ids[start : start + _SLICE]
 
     async def _summarize(
         self,

@@ -1,9 +1,16 @@
-"""Storage actor: the only writer of the LanceDB store.
+"""Storage actor: the only writer of the LanceDB store, and the gate to its readers.
 
-Being the single writer lets it batch: every ``AddItems`` queued at the same moment becomes one
-table write (one version), and access counts from retrievals are accumulated in memory and
-flushed in one update, since 500 single-row updates made searches 10x slower until compaction.
-After ``optimize_every_writes`` writes it compacts the tables.
+Writes go through the inbox, one at a time. Being the single writer lets it batch: every
+``AddItems`` queued at the same moment becomes one table write (one version), and access
+counts from retrievals are accumulated in memory and flushed in one update, since 500
+single-row updates made searches 10x slower until compaction. After ``optimize_every_writes``
+writes it compacts the tables, in the same lane.
+
+Reads do not queue behind writes: LanceDB serves each read from the latest committed
+version while a write or a compaction is under way, so the read helpers run at once in
+worker threads (at most ``_READERS`` together). A search therefore never waits for a
+lifecycle pass, an archive of thousands of items or an index rebuild; a read sees every
+write whose call has returned.
 """
 
 from __future__ import annotations
@@ -19,10 +26,9 @@ import structlog
 
 from ralph_context.config import StorageSettings
 from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import ModelMismatch, RalphContextError, StoreError
+from ralph_context.errors import ActorUnavailable, ModelMismatch, RalphContextError, StoreError
 from ralph_context.models import ContextItem, ContextState, IterationResult
-from ralph_context.runtime import Actor, Envelope, PermanentFailure
-from ralph_context.storage import threads
+from ralph_context.runtime import Actor, ActorState, Envelope, PermanentFailure
 from ralph_context.storage.archive import ArchivedItem
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import AgeRow, LanceStore, MaintenanceReport, StoreStats
@@ -33,23 +39,15 @@ __all__ = [
     "AddIteration",
     "Adjacent",
     "AdjustUsefulness",
-    "ArchiveSearch",
     "DeleteItems",
-    "GetItems",
-    "HybridSearch",
     "InPacks",
-    "LatestIteration",
-    "ListItems",
     "Maintain",
-    "MissingVectors",
-    "Neighbours",
-    "RecentIterations",
     "RecordAccess",
     "RepairVectorIndex",
     "SetVectors",
-    "Stats",
     "StorageActor",
-    "TextSearch",
+    "TextHit",
+    "VectorHit",
 ]
 
 log = structlog.get_logger("ralph_context.storage")
@@ -67,6 +65,10 @@ _USAGE_FLUSH_EVERY = 30.0  # seconds
 # must not turn every query into a full retraining.
 _REPAIR_EVERY = 60.0
 
+# Reads served at once (each in a worker thread); more wait for a free one. LanceDB runs each
+# query on its own thread pool, so a few in flight already keep both cores busy.
+_READERS = 8
+
 # Errors the store raises for the data in a request (bad text or types), not for a lost
 # resource: the request is refused and the actor keeps serving.
 _REQUEST_ERRORS = (ValueError, TypeError, UnicodeError)
@@ -75,55 +77,6 @@ _REQUEST_ERRORS = (ValueError, TypeError, UnicodeError)
 @dataclass(frozen=True)
 class AddItems:
     pairs: tuple[tuple[ContextItem, Vectors | None], ...]
-
-
-@dataclass(frozen=True)
-class GetItems:
-    ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ListItems:
-    where: ItemFilter
-    limit: int
-
-
-@dataclass(frozen=True)
-class TextSearch:
-    text: str
-    limit: int
-    where: ItemFilter
-
-
-@dataclass(frozen=True)
-class HybridSearch:
-    """Vector and full-text search for the same query, run side by side; the neighbours of
-    the best ``seeds`` full-text hits are fetched as soon as that half answers, while the
-    (slower) vector half still runs."""
-
-    vector: Vectors
-    text: str
-    vector_limit: int
-    text_limit: int
-    where: ItemFilter
-    seeds: int = 0
-
-
-@dataclass(frozen=True)
-class Neighbours:
-    """Items stored right before and after these (same source and iteration)."""
-
-    items: tuple[ContextItem, ...]
-    where: ItemFilter
-
-
-@dataclass(frozen=True)
-class ArchiveSearch:
-    """Archived items nearest to a query vector."""
-
-    vector: Vectors
-    limit: int
-    where: ItemFilter
 
 
 @dataclass(frozen=True)
@@ -148,33 +101,8 @@ class AddIteration:
 
 
 @dataclass(frozen=True)
-class RecentIterations:
-    last_n: int
-
-
-@dataclass(frozen=True)
-class Stats:
-    pass
-
-
-@dataclass(frozen=True)
-class LatestIteration:
-    pass
-
-
-@dataclass(frozen=True)
 class Maintain:
     reclaim: bool = False
-
-
-@dataclass(frozen=True)
-class GetIteration:
-    number: int
-
-
-@dataclass(frozen=True)
-class AgeRows:
-    pass
 
 
 @dataclass(frozen=True)
@@ -194,24 +122,9 @@ class ArchiveItems:
 
 
 @dataclass(frozen=True)
-class FindArchived:
-    ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ArchivedRows:
-    pass
-
-
-@dataclass(frozen=True)
 class Prune:
     hot: tuple[str, ...]
     archived: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class MissingVectors:
-    limit: int
 
 
 @dataclass(frozen=True)
@@ -225,11 +138,6 @@ class RepairVectorIndex:
 
 
 @dataclass(frozen=True)
-class SizeBytes:
-    pass
-
-
-@dataclass(frozen=True)
 class InPacks:
     """Run a tool pack's blocking function on its tables (see ``storage/pack_space.py``)."""
 
@@ -238,38 +146,24 @@ class InPacks:
 
 StorageRequest = (
     AddItems
-    | GetItems
-    | ListItems
-    | TextSearch
-    | HybridSearch
-    | Neighbours
-    | ArchiveSearch
     | RecordAccess
     | AdjustUsefulness
     | DeleteItems
     | AddIteration
-    | RecentIterations
-    | Stats
-    | LatestIteration
     | Maintain
-    | AgeRows
-    | GetIteration
     | SetState
     | SummarizeItems
     | ArchiveItems
-    | FindArchived
-    | ArchivedRows
     | Prune
     | RepairVectorIndex
-    | MissingVectors
     | SetVectors
-    | SizeBytes
     | InPacks
 )
 
 
 class StorageActor(Actor[StorageRequest, object]):
-    """Serves the store; typed helpers below wrap :meth:`call` for each request.
+    """Serves the store: write helpers wrap :meth:`call` (one at a time, in order), read
+    helpers run at once beside them (see the module's docstring).
 
     Every helper raises ``ActorUnavailable`` when the actor is down, restarting or slower than
     ``timeout``, and ``StoreError`` when the store refuses the data in a request.
@@ -301,6 +195,9 @@ class StorageActor(Actor[StorageRequest, object]):
         # Why the last vector search failed, until a repair succeeds (shown by health).
         self.vector_fault: str | None = None
         self._repair_after = 0.0
+        self._readers = anyio.CapacityLimiter(_READERS)
+        self._in_flight = 0
+        self._idle: anyio.Event | None = None
 
     @property
     def model_id(self) -> str | None:
@@ -348,18 +245,6 @@ class StorageActor(Actor[StorageRequest, object]):
 
     async def handle(self, request: StorageRequest) -> object:
         match request:
-            case GetItems(ids):
-                return await self._run(self.store.get_items, list(ids))
-            case ListItems(where, limit):
-                return await self._run(self.store.list_items, where, limit)
-            case TextSearch(text, limit, where):
-                return await self._run(self.store.text_search, text, limit, where)
-            case HybridSearch(vector, text, vector_limit, text_limit, where, seeds):
-                return await self._hybrid(vector, text, vector_limit, text_limit, where, seeds)
-            case ArchiveSearch(vector, limit, where):
-                return await self._run(self.store.archive_search, vector, limit, where)
-            case Neighbours(items, where):
-                return await self._run(self.store.neighbours, list(items), where)
             case RecordAccess(ids):
                 # A dict update: cheap enough for the event loop, and the actor is the only
                 # user of the store, so no worker thread touches it meanwhile.
@@ -379,31 +264,13 @@ class StorageActor(Actor[StorageRequest, object]):
                 await self._run(self.store.add_iteration, result)
                 self._writes += 1
                 return None
-            case RecentIterations(last_n):
-                return await self._run(self.store.recent_iterations, last_n)
-            case Stats():
-                return await self._run(self.store.stats)
-            case LatestIteration():
-                return await self._run(self.store.latest_iteration)
             case Maintain(reclaim):
                 return await self._maintain(reclaim=reclaim)
             case RepairVectorIndex():
                 return await self._repair_vector_index()
-            case MissingVectors(limit):
-                return await self._run(self.store.missing_vectors, limit)
             case SetVectors(vectors):
                 self._writes += 1
                 return await self._run(self.store.set_vectors, vectors)
-            case GetIteration(number):
-                return await self._run(self.store.iteration, number)
-            case AgeRows():
-                return await self._run(self.store.age_rows)
-            case FindArchived(ids):
-                return await self._run(self.store.find_archived, list(ids))
-            case ArchivedRows():
-                return await self._run(self.store.archived_rows)
-            case SizeBytes():
-                return await self._run(self.store.size_bytes)
             case SetState(ids, state):
                 self._writes += 1
                 return await self._run(self.store.set_state, list(ids), state)
@@ -462,58 +329,17 @@ class StorageActor(Actor[StorageRequest, object]):
             start += count
         return True
 
-    # --- typed helpers for callers ---------------------------------------------------------
+    # --- writes: through the inbox, one at a time ------------------------------------------
 
     async def add_items(
         self, pairs: Sequence[tuple[ContextItem, Vectors | None]]
     ) -> list[ContextItem]:
-        """Store items; returns them as stored (with their place in the store's order)."""
-        reply = await self.call(AddItems(tuple(pairs)), timeout=self.timeout)
+        """Store items; returns them as stored (with their place in the store's order).
+        A bulk write gets the deadline once per 1,000 items (a loaded box writes 10k items
+        in well over 30 s)."""
+        deadline = self.timeout * max(1.0, len(pairs) / 1000)
+        reply = await self.call(AddItems(tuple(pairs)), timeout=deadline)
         return cast(list[ContextItem], reply)
-
-    async def get_items(self, ids: Sequence[str]) -> list[ContextItem]:
-        return cast(list[ContextItem], await self.call(GetItems(tuple(ids)), timeout=self.timeout))
-
-    async def list_items(self, where: ItemFilter, limit: int) -> list[ContextItem]:
-        reply = await self.call(ListItems(where, limit), timeout=self.timeout)
-        return cast(list[ContextItem], reply)
-
-    async def text_search(self, text: str, limit: int, where: ItemFilter) -> list[TextHit]:
-        reply = await self.call(TextSearch(text, limit, where), timeout=self.timeout)
-        return cast(list[TextHit], reply)
-
-    async def hybrid_search(
-        self,
-        vector: Vectors,
-        text: str,
-        vector_limit: int,
-        text_limit: int,
-        where: ItemFilter,
-        seeds: int = 0,
-    ) -> tuple[list[VectorHit], list[TextHit], list[Adjacent]]:
-        """Vector hits, full-text hits, and the neighbours of the best ``seeds`` full-text
-        hits, for one query; a failed full-text half (e.g. a query of only stop words or a
-        damaged FTS index) yields no text hits and no neighbours, not an error."""
-        reply = await self.call(
-            HybridSearch(vector, text, vector_limit, text_limit, where, seeds),
-            timeout=self.timeout,
-        )
-        return cast(tuple[list[VectorHit], list[TextHit], list[Adjacent]], reply)
-
-    async def archive_search(
-        self, vector: Vectors, limit: int, where: ItemFilter
-    ) -> list[VectorHit]:
-        """Archived items nearest to ``vector``, best first, with cosine and vector."""
-        reply = await self.call(ArchiveSearch(vector, limit, where), timeout=self.timeout)
-        return cast(list[VectorHit], reply)
-
-    async def neighbours(
-        self, items: Sequence[ContextItem], where: ItemFilter
-    ) -> list[tuple[ContextItem, Vectors | None]]:
-        """Items adjacent to ``items`` in the store's order with the same source and
-        iteration, matching ``where``; ``items`` themselves are not repeated."""
-        reply = await self.call(Neighbours(tuple(items), where), timeout=self.timeout)
-        return cast(list[tuple[ContextItem, Vectors | None]], reply)
 
     def record_access(self, ids: Sequence[str]) -> bool:
         """Count a retrieval of ``ids`` without waiting: the answer must not wait on
@@ -531,26 +357,9 @@ class StorageActor(Actor[StorageRequest, object]):
     async def add_iteration(self, result: IterationResult) -> None:
         await self.call(AddIteration(result), timeout=self.timeout)
 
-    async def recent_iterations(self, last_n: int) -> list[IterationResult]:
-        reply = await self.call(RecentIterations(last_n), timeout=self.timeout)
-        return cast(list[IterationResult], reply)
-
-    async def stats(self) -> StoreStats:
-        return cast(StoreStats, await self.call(Stats(), timeout=self.timeout))
-
-    async def latest_iteration(self) -> int:
-        return cast(int, await self.call(LatestIteration(), timeout=self.timeout))
-
     async def maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
         reply = await self.call(Maintain(reclaim), timeout=self.timeout * 10)
         return cast(MaintenanceReport, reply)
-
-    async def iteration(self, number: int) -> IterationResult | None:
-        reply = await self.call(GetIteration(number), timeout=self.timeout)
-        return cast(IterationResult | None, reply)
-
-    async def age_rows(self) -> list[AgeRow]:
-        return cast(list[AgeRow], await self.call(AgeRows(), timeout=self.timeout))
 
     async def set_state(self, ids: Sequence[str], state: ContextState) -> None:
         await self.call(SetState(tuple(ids), state), timeout=self.timeout)
@@ -561,73 +370,33 @@ class StorageActor(Actor[StorageRequest, object]):
     async def archive_items(self, ids: Sequence[str]) -> int:
         return cast(int, await self.call(ArchiveItems(tuple(ids)), timeout=self.timeout))
 
-    async def find_archived(self, ids: Sequence[str]) -> list[ArchivedItem]:
-        reply = await self.call(FindArchived(tuple(ids)), timeout=self.timeout)
-        return cast(list[ArchivedItem], reply)
-
-    async def archived_rows(self) -> list[ArchivedItem]:
-        return cast(list[ArchivedItem], await self.call(ArchivedRows(), timeout=self.timeout))
-
     async def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
         reply = await self.call(Prune(tuple(hot), tuple(archived)), timeout=self.timeout)
         return cast(int, reply)
 
-    async def missing_vectors(self, limit: int) -> list[ContextItem]:
-        return cast(list[ContextItem], await self.call(MissingVectors(limit), timeout=self.timeout))
-
     async def set_vectors(self, vectors: dict[str, Vectors]) -> int:
         return cast(int, await self.call(SetVectors(vectors), timeout=self.timeout))
-
-    async def size_bytes(self) -> int:
-        return cast(int, await self.call(SizeBytes(), timeout=self.timeout))
 
     async def in_packs(self, function: Callable[[PackSpace], T]) -> T:
         return cast(T, await self.call(InPacks(function), timeout=self.timeout))
 
-    # --- internals -------------------------------------------------------------------------
+    # --- reads: at once, beside the writes -------------------------------------------------
 
-    async def _hybrid(
-        self,
-        vector: Vectors,
-        text: str,
-        vector_limit: int,
-        text_limit: int,
-        where: ItemFilter,
-        seeds: int,
-    ) -> tuple[list[VectorHit], list[TextHit], list[Adjacent]]:
-        store = self.store
-        text_hits: list[TextHit] = []
-        adjacent: list[Adjacent] = []
+    async def get_items(self, ids: Sequence[str]) -> list[ContextItem]:
+        return await self._read(LanceStore.get_items, list(ids))
 
-        async def lexical() -> None:
-            try:
-                text_hits.extend(await self._run(store.text_search, text, text_limit, where))
-                threaded = [item for item, _, _ in text_hits if threads.place(item)][:seeds]
-                if threaded:
-                    adjacent.extend(await self._run(store.neighbours, threaded, where))
-            except Exception as exc:
-                log.warning("text_half_failed", error=str(exc))
+    async def list_items(self, where: ItemFilter, limit: int) -> list[ContextItem]:
+        return await self._read(LanceStore.list_items, where, limit)
 
-        vector_hits: list[VectorHit] = []
-        failure: StoreError | None = None
-        async with anyio.create_task_group() as group:
-            group.start_soon(lexical)
-            try:
-                vector_hits = await self._vector(vector, vector_limit, where)
-            except StoreError as exc:
-                # Raised outside the group: inside, it would arrive wrapped in an
-                # ExceptionGroup, which the actor would take for a crash.
-                failure = exc
-        if failure is not None:
-            raise failure
-        return vector_hits, text_hits, adjacent
-
-    async def _vector(self, vector: Vectors, limit: int, where: ItemFilter) -> list[VectorHit]:
-        """The vector half, with damage contained: a failing index (corrupt or missing files)
-        answers a ``StoreError``, so retrieval steps down to full-text search instead of the
-        actor crashing on every query, and a rebuild of the index is queued."""
+    async def vector_search(
+        self, vector: Vectors, limit: int, where: ItemFilter
+    ) -> list[VectorHit]:
+        """Nearest items by cosine, best first, with damage contained: a failing index
+        (corrupt or missing files) answers a ``StoreError``, so retrieval steps down to
+        full-text search instead of failing every query, and a rebuild of the index is
+        queued (at most once a minute)."""
         try:
-            return await self._run(self.store.vector_search, vector, limit, where)
+            return await self._read(LanceStore.vector_search, vector, limit, where, contain=False)
         except RalphContextError:
             raise
         except Exception as exc:
@@ -637,6 +406,96 @@ class StorageActor(Actor[StorageRequest, object]):
                 self._repair_after = anyio.current_time() + _REPAIR_EVERY
                 self.tell(RepairVectorIndex())
             raise StoreError(f"vector search failed ({self.vector_fault})") from exc
+
+    async def text_search(self, text: str, limit: int, where: ItemFilter) -> list[TextHit]:
+        """Full-text (BM25) hits, best first, with raw scores and vectors."""
+        return await self._read(LanceStore.text_search, text, limit, where)
+
+    async def archive_search(
+        self, vector: Vectors, limit: int, where: ItemFilter
+    ) -> list[VectorHit]:
+        """Archived items nearest to ``vector``, best first, with cosine and vector."""
+        return await self._read(LanceStore.archive_search, vector, limit, where)
+
+    async def neighbours(self, items: Sequence[ContextItem], where: ItemFilter) -> list[Adjacent]:
+        """Items adjacent to ``items`` in the store's order with the same source and
+        iteration, matching ``where``; ``items`` themselves are not repeated."""
+        return await self._read(LanceStore.neighbours, list(items), where)
+
+    async def recent_iterations(self, last_n: int) -> list[IterationResult]:
+        return await self._read(LanceStore.recent_iterations, last_n)
+
+    async def stats(self) -> StoreStats:
+        return await self._read(LanceStore.stats)
+
+    async def latest_iteration(self) -> int:
+        return await self._read(LanceStore.latest_iteration)
+
+    async def iteration(self, number: int) -> IterationResult | None:
+        return await self._read(LanceStore.iteration, number)
+
+    async def age_rows(self, before: int | None = None) -> list[AgeRow]:
+        return await self._read(LanceStore.age_rows, before)
+
+    async def quiet(self, *, at_most: float) -> None:
+        """Return once no read is in flight (or after ``at_most`` seconds, so a steady
+        stream of reads cannot starve background work for ever)."""
+        with anyio.move_on_after(at_most):
+            while self._in_flight:
+                if self._idle is None:
+                    self._idle = anyio.Event()
+                await self._idle.wait()
+
+    async def find_archived(self, ids: Sequence[str]) -> list[ArchivedItem]:
+        return await self._read(LanceStore.find_archived, list(ids))
+
+    async def archived_rows(self) -> list[ArchivedItem]:
+        return await self._read(LanceStore.archived_rows)
+
+    async def missing_vectors(self, limit: int) -> list[ContextItem]:
+        return await self._read(LanceStore.missing_vectors, limit)
+
+    async def size_bytes(self) -> int:
+        return await self._read(LanceStore.size_bytes)
+
+    async def _read(self, method: Callable[..., T], *args: Any, contain: bool = True) -> T:
+        """``method(store, *args)`` in a worker thread, now, within ``timeout``.
+
+        The store is the one open at the call (a restart opens a new one; a read in flight
+        finishes on the old). A failure of the data (``contain``) or of the store itself is a
+        ``StoreError`` for this caller: a read changes nothing, so there is nothing for a
+        restart to repair.
+
+        Raises:
+            ActorUnavailable: The actor is not serving, or the read took too long.
+            StoreError: The store could not answer this read.
+        """
+        store = self._store
+        state = self.health.state
+        if store is None or state is not ActorState.RUNNING:
+            raise ActorUnavailable(f"{self.name} is {state.value}")
+        self._in_flight += 1
+        try:
+            with anyio.fail_after(self.timeout):
+                return await anyio.to_thread.run_sync(
+                    method, store, *args, limiter=self._readers, abandon_on_cancel=True
+                )
+        except TimeoutError as exc:
+            raise ActorUnavailable(f"{self.name} did not answer within {self.timeout:g}s") from exc
+        except RalphContextError:
+            raise
+        except Exception as exc:
+            if not contain:
+                raise
+            log.warning("read_failed", read=method.__name__, error=f"{type(exc).__name__}: {exc}")
+            raise StoreError(f"the store could not answer ({type(exc).__name__}: {exc})") from exc
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight and self._idle is not None:
+                self._idle.set()
+                self._idle = None
+
+    # --- internals -------------------------------------------------------------------------
 
     async def _repair_vector_index(self) -> bool:
         try:

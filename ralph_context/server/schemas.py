@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from ralph_context.actors.lifecycle import LifecycleReport
 from ralph_context.engine import EngineHealth
 from ralph_context.models import ContextItem, IterationResult, RetrievalResult, RetrievedItem
+from ralph_context.scoring import item_tokens
 from ralph_context.storage.lance_store import StoreStats
 
 __all__ = [
@@ -75,6 +76,22 @@ class Stored(BaseModel):
     content_type: str
     created_iteration: int
     tokens: int
+
+    @classmethod
+    def of(cls, item: ContextItem) -> Stored:
+        return cls(
+            id=item.id,
+            content_type=item.content_type.value,
+            created_iteration=item.created_iteration,
+            tokens=item_tokens(item),
+        )
+
+
+class StoredMany(BaseModel):
+    """``store_contexts``: one entry per item, in the order given."""
+
+    items: list[Stored]
+    count: int
 
 
 class Feedback(BaseModel):

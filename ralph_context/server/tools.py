@@ -12,13 +12,12 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ralph_context import __version__
-from ralph_context.engine import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS
+from ralph_context.engine import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS, NewItem
 from ralph_context.errors import RalphContextError
 from ralph_context.models import IterationResult
-from ralph_context.scoring import item_tokens
 from ralph_context.server.app import EngineHolder
 from ralph_context.server.schemas import (
     ContextAnswer,
@@ -31,12 +30,27 @@ from ralph_context.server.schemas import (
     SearchStats,
     Skills,
     Stored,
+    StoredMany,
 )
 
 __all__ = ["register_tools"]
 
 TypeName = Literal["task", "iteration", "skill", "file", "output", "error"]
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+# Items per store_contexts call: ~10 s of embedding here, inside any client's timeout.
+MAX_BATCH = 1_000
+
+
+class ContextEntry(BaseModel):
+    """One item of ``store_contexts`` (the arguments of ``store_context``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+    context_type: TypeName
+    tags: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+
 
 READ = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -50,7 +64,7 @@ DESTROY = ToolAnnotations(
 
 
 def register_tools(server: MCPServer, holder: EngineHolder) -> None:
-    """Register the ten context tools on ``server``."""
+    """Register the eleven context tools on ``server``."""
     settings = holder.settings
     retrieval = settings.retrieval
 
@@ -121,12 +135,19 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     ) -> Stored:
         """Store something worth remembering (embedded and indexed for retrieval)."""
         item = await holder.get().store(content, context_type, tags=tags, metadata=metadata)
-        return Stored(
-            id=item.id,
-            content_type=item.content_type.value,
-            created_iteration=item.created_iteration,
-            tokens=item_tokens(item),
+        return Stored.of(item)
+
+    @server.tool(annotations=WRITE)
+    async def store_contexts(
+        items: Annotated[list[ContextEntry], Field(min_length=1, max_length=MAX_BATCH)],
+    ) -> StoredMany:
+        """Store several items in one call: embedded in length-sorted batches and written
+        at once (one table version), all or nothing. Use it to ingest more than a few
+        items; each entry takes store_context's arguments."""
+        stored = await holder.get().store_many(
+            [NewItem(e.content, e.context_type, e.tags, e.metadata) for e in items]
         )
+        return StoredMany(items=[Stored.of(item) for item in stored], count=len(stored))
 
     @server.tool(annotations=WRITE)
     async def mark_useful(item_id: str, helpful: bool, reason: str | None = None) -> Feedback:

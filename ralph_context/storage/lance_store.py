@@ -318,17 +318,25 @@ class LanceStore:
             return 0
         where = ItemFilter(ids=targets).to_sql()
         before = self.items.count_rows(where)
+        # Counted on the doomed rows only: a recount of the table read every vector's
+        # validity, a full scan per slice of a mass archive.
+        with_vectors = self.items.count_rows(f"({where}) AND vector IS NOT NULL")
         self.items.delete(where)
         self.usage.forget(targets)
-        self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
+        self._vector_rows = max(0, self._vector_rows - int(with_vectors))
         return int(before)
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    def age_rows(self) -> list[AgeRow]:
-        """Every hot item's id, type, state, iteration and usefulness."""
+    def age_rows(self, before: int | None = None) -> list[AgeRow]:
+        """Every hot item's id, type, state, iteration and usefulness; with ``before``, only
+        items created before that iteration (a clock pass reads only what is old enough to
+        change, not the whole store)."""
         columns = ["id", "content_type", "state", "created_iteration"]
-        table = self.items.search().select(columns).limit(None).to_arrow()
+        query = self.items.search().select(columns)
+        if before is not None:
+            query = query.where(f"created_iteration < {int(before)}")
+        table = query.limit(None).to_arrow()
         return [
             AgeRow(
                 id=row["id"],

@@ -15,6 +15,7 @@ CONTEXT_TOOLS = {
     "get_iteration_history",
     "get_skills",
     "store_context",
+    "store_contexts",
     "mark_useful",
     "store_iteration_result",
     "summarize_old_context",
@@ -243,6 +244,32 @@ async def exercise(client: mcp.Client) -> None:
     learned = await call(client, "query_learnings", search="server crashes on a missing table")
     assert [entry["id"] for entry in learned["learnings"]][:1] == [captured["id"]]
     assert (await call(client, "get_context_stats"))["items"] == 3  # packs keep their own tables
+
+    # --- batch writes: all or nothing ---------------------------------------------------
+    refused = await error_of(
+        client,
+        "store_contexts",
+        items=[
+            {"content": "Cache the wheel build between CI runs.", "context_type": "skill"},
+            {"content": "  ", "context_type": "output"},
+        ],
+    )
+    assert "empty" in refused
+    assert (await call(client, "get_context_stats"))["items"] == 3
+    message = await error_of(client, "store_contexts", items=[])
+    assert "items" in message
+    batch = await call(
+        client,
+        "store_contexts",
+        items=[
+            {"content": "Cache the wheel build between CI runs.", "context_type": "skill"},
+            {"content": "flake8 E501 in cli.py line 80", "context_type": "error", "tags": ["lint"]},
+        ],
+    )
+    assert batch["count"] == 2 and [i["content_type"] for i in batch["items"]] == ["skill", "error"]
+    found = await call(client, "get_relevant_context", query="line too long lint error in cli.py")
+    assert found["items"][0]["item"]["id"] == batch["items"][1]["id"]
+    assert (await call(client, "get_context_stats"))["items"] == 5
 
 
 def _text(result: Any) -> str:

@@ -1,0 +1,367 @@
+"""``ralph-context bench latency``: every face's latency on the same stores, in one run.
+
+For each store size (real LoCoMo turns, the rest through the bulk path as in ``run.py``):
+
+- ``floor``: what the parts cost alone, per query: fastembed embedding the query, then
+  LanceDB's vector top-40 and full-text top-20 on the same table (raw calls, one after the
+  other: the sum is the floor an engine doing both halves cannot beat on one core);
+- ``engine``: ``Engine.search`` with default settings;
+- ``stdio`` / ``http`` / ``http8``: ``tools/call get_relevant_context`` through the official
+  MCP client, over stdio, streamable HTTP, and 8 HTTP clients at once;
+- ``hook`` / ``hook_loop``: the Ralph hook's retrieval per iteration, alone and in a
+  realistic loop (results stored, lifecycle on; see ``hook_loop.py``);
+
+plus the process's RSS, the store's size on disk, and MCP ingest rates (``store_context``
+one by one, ``store_contexts`` in batches) against the model's own rate on the same texts.
+``summary`` in results.json holds the issue's keys (milliseconds unless named).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import lancedb
+import numpy as np
+from lancedb.query import MatchQuery
+
+from benchmarks.latency.hook_loop import run_hook
+from benchmarks.latency.mcp_latency import (
+    clients_over_http,
+    ingest_over_stdio,
+    over_stdio,
+    write_config,
+)
+from benchmarks.latency.run import Corpus, load_corpus, load_store
+from benchmarks.settings import store_settings
+from ralph_context import Engine, Settings
+from ralph_context.embeddings.local import LocalEmbedder, load_embedder
+from ralph_context.storage.lance_store import LanceStore
+
+__all__ = ["NO_PLOT", "TARGETS", "markdown", "measure", "write_outputs"]
+
+NO_PLOT = (
+    "latency.png not drawn: matplotlib is missing (pip install 'ralph-context[bench]'); "
+    "results.json and results.md are written"
+)
+# The issue's targets (ms unless named).
+TARGETS: dict[str, float | str] = {
+    "engine_p50_100k": "<= 1.5 x floor",
+    "hook_p99_100k": 50,
+    "engine_p99_100k": 25,
+    "stdio_p99_100k": 40,
+    "http_p99_100k": 50,
+    "http8_p99_100k": 150,
+    "engine_p99_1m": 60,
+    "store_mb_100k": 400,
+}
+Tick = Callable[[], None]
+
+
+def stats(values: Sequence[float]) -> dict[str, float]:
+    array = np.asarray(values, dtype=np.float64)
+    return {
+        "n": len(values),
+        "p50_ms": round(float(np.percentile(array, 50)), 2),
+        "p95_ms": round(float(np.percentile(array, 95)), 2),
+        "p99_ms": round(float(np.percentile(array, 99)), 2),
+    }
+
+
+def rss_mb() -> float:
+    """Resident memory of this process now (Linux), else its peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def floor(store: Path, embedder: LocalEmbedder, questions: list[str]) -> dict[str, Any]:
+    """Raw query embedding, raw LanceDB vector and full-text queries, per question."""
+    table = lancedb.connect(str(store)).open_table("context_items")
+    probes = LanceStore._probes_for(table.count_rows())
+    parts: dict[str, list[float]] = {"embed": [], "vector": [], "text": [], "sum": []}
+    for question in questions:
+        started = time.perf_counter()
+        vector = embedder.embed([question], 1)[0]
+        embedded = time.perf_counter()
+        search: Any = table.search(vector, vector_column_name="vector")
+        search.distance_type("cosine").limit(40).nprobes(probes).to_arrow()
+        searched = time.perf_counter()
+        match = MatchQuery(question, "content")  # type: ignore[call-arg]
+        table.search(match, query_type="fts").limit(20).to_arrow()
+        done = time.perf_counter()
+        for key, seconds in (
+            ("embed", embedded - started),
+            ("vector", searched - embedded),
+            ("text", done - searched),
+            ("sum", done - started),
+        ):
+            parts[key].append(seconds * 1000)
+    return {key: stats(values) for key, values in parts.items()}
+
+
+async def engine_search(
+    store: Path, embedder: LocalEmbedder, questions: list[str]
+) -> tuple[dict[str, Any], float]:
+    settings = store_settings(store, lifecycle={"auto_run": False}, skillbook={"enabled": False})
+    async with Engine(settings, model_loader=lambda _s: embedder) as engine:
+        for question in questions[:10]:
+            await engine.search(question)
+        latencies = []
+        for question in questions:
+            started = time.perf_counter()
+            await engine.search(question)
+            latencies.append((time.perf_counter() - started) * 1000)
+        return stats(latencies), rss_mb()
+
+
+async def one_size(
+    size: int,
+    corpus: Corpus,
+    embedder: LocalEmbedder,
+    bases: np.ndarray[Any, Any],
+    work: Path,
+    *,
+    queries: int,
+    hook_iterations: int,
+    agent_ms: float,
+    tick: Tick,
+) -> dict[str, Any]:
+    rng = np.random.default_rng(size)
+    store = work / f"s{size}"
+    settings = store_settings(store, lifecycle={"auto_run": False}, skillbook={"enabled": False})
+    async with Engine(settings, model_loader=lambda _s: embedder) as engine:
+        await load_store(engine, corpus, bases, size, rng)
+        await engine.maintain()
+        with_versions = await engine.size_bytes()
+        # What the store settles at once the retention window has passed (no reader here
+        # needs the old versions): the size a user sees five minutes after the load.
+        await engine.maintain(reclaim=True)
+        settled = await engine.size_bytes()
+        latest = engine.current_iteration
+    tick()
+    picks = rng.choice(len(corpus.questions), size=min(queries, len(corpus.questions)))
+    questions = [corpus.questions[int(p)] for p in picks]
+    run: dict[str, Any] = {
+        "items": size,
+        "store_mb": round(settled / 1e6, 1),
+        "store_mb_before_cleanup": round(with_versions / 1e6, 1),
+    }
+    run["floor"] = await anyio.to_thread.run_sync(floor, store, embedder, questions)
+    tick()
+    run["engine"], run["rss_mb"] = await engine_search(store, embedder, questions)
+    tick()
+    config = write_config(store)
+    run["stdio"] = stats(await over_stdio(config, questions))
+    tick()
+    single, eight = await clients_over_http(config, questions)
+    run["http"], run["http8"] = stats(single), stats(eight)
+    tick()
+    turns = corpus.turns
+    retrieval = await run_hook(
+        store,
+        embedder,
+        turns,
+        iterations=hook_iterations,
+        mode="retrieval",
+        agent_ms=0,
+        workdir=work / f"hook-r{size}",
+        first_iteration=latest + 1,
+    )
+    run["hook"] = stats(retrieval["retrieval"])
+    tick()
+    loop = await run_hook(
+        store,
+        embedder,
+        turns,
+        iterations=hook_iterations,
+        mode="loop",
+        agent_ms=agent_ms,
+        workdir=work / f"hook-l{size}",
+        first_iteration=latest + 1,
+    )
+    run["hook_loop"] = {"retrieval": stats(loop["retrieval"]), "store": stats(loop["store"])}
+    run["hook_loop"]["agent_ms"] = agent_ms
+    tick()
+    return run
+
+
+async def ingest(corpus: Corpus, embedder: LocalEmbedder, work: Path, count: int) -> dict[str, Any]:
+    """MCP ingest over stdio on a fresh store, next to the model's rate on the same texts."""
+    texts = corpus.turns[:count]
+    ordered = sorted(texts, key=len)
+    started = time.perf_counter()
+    for start in range(0, len(ordered), 32):
+        embedder.embed(ordered[start : start + 32], 32)
+    raw = len(texts) / (time.perf_counter() - started)
+    store = work / "ingest"
+    async with Engine(store_settings(store), model_loader=lambda _s: embedder):
+        pass  # creates the store with this model's record
+    single, batch = await ingest_over_stdio(write_config(store), texts)
+    return {
+        "texts": len(texts),
+        "raw_items_per_s": round(raw, 1),
+        "mcp_single_items_per_s": round(single, 1),
+        "mcp_batch_items_per_s": round(batch, 1),
+        "batch_vs_raw": round(batch / raw, 3),
+    }
+
+
+async def measure(
+    data: Path,
+    *,
+    sizes: Sequence[int],
+    queries: int,
+    hook_iterations: int,
+    agent_ms: float,
+    ingest_texts: int,
+    progress: Callable[[int], Tick],
+) -> dict[str, Any]:
+    corpus = load_corpus(data)
+    embedder = load_embedder(Settings.load(None).embeddings)
+    tick = progress(1 + 6 * len(sizes))
+    base_count = min(2760, len(corpus.turns))
+    ordered = sorted(range(base_count), key=lambda i: len(corpus.turns[i]))
+    bases = np.empty((base_count, embedder.dimension), dtype=np.float32)
+    for start in range(0, base_count, 32):
+        chunk = ordered[start : start + 32]
+        bases[chunk] = embedder.embed([corpus.turns[i] for i in chunk], 32)
+    with tempfile.TemporaryDirectory(prefix="ralph-latency-") as tmp:
+        work = Path(tmp)
+        ingest_rates = await ingest(corpus, embedder, work, ingest_texts)
+        tick()
+        runs = [
+            await one_size(
+                size,
+                corpus,
+                embedder,
+                bases,
+                work,
+                queries=queries,
+                hook_iterations=hook_iterations,
+                agent_ms=agent_ms,
+                tick=tick,
+            )
+            for size in sizes
+        ]
+    load = os.getloadavg()
+    return {
+        "machine": {"cpus": os.cpu_count(), "load_after": [round(x, 2) for x in load]},
+        "model": embedder.model_id,
+        "queries": queries,
+        "hook_iterations": hook_iterations,
+        "ingest": ingest_rates,
+        "runs": runs,
+        "summary": summary(runs),
+        "targets": TARGETS,
+    }
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, float | None]:
+    by_size = {run["items"]: run for run in runs}
+    at = by_size.get(100_000)
+    million = by_size.get(1_000_000)
+
+    def p(run: dict[str, Any] | None, face: str, q: str) -> float | None:
+        return None if run is None else float(run[face][f"{q}_ms"])
+
+    return {
+        "floor_p50_100k": None if at is None else at["floor"]["sum"]["p50_ms"],
+        "engine_p50_100k": p(at, "engine", "p50"),
+        "engine_p99_100k": p(at, "engine", "p99"),
+        "stdio_p99_100k": p(at, "stdio", "p99"),
+        "http_p99_100k": p(at, "http", "p99"),
+        "http8_p99_100k": p(at, "http8", "p99"),
+        "hook_p99_100k": None if at is None else at["hook_loop"]["retrieval"]["p99_ms"],
+        "engine_p99_1m": p(million, "engine", "p99"),
+        "store_mb_100k": None if at is None else at["store_mb"],
+        "rss_mb_100k": None if at is None else at["rss_mb"],
+    }
+
+
+def markdown(results: dict[str, Any]) -> str:
+    lines = [
+        "| items | floor p50 | engine p50/p99 | stdio p50/p99 | http p50/p99 | "
+        "8 http clients p50/p99 | hook p50/p99 | hook in loop p50/p99 (store p50/p99) "
+        "| store MB | RSS MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for run in results["runs"]:
+
+        def pair(face: dict[str, Any]) -> str:
+            return f"{face['p50_ms']:.1f} / {face['p99_ms']:.1f}"
+
+        loop = run["hook_loop"]
+        lines.append(
+            f"| {run['items']:,} | {run['floor']['sum']['p50_ms']:.1f} | {pair(run['engine'])} | "
+            f"{pair(run['stdio'])} | {pair(run['http'])} | {pair(run['http8'])} | "
+            f"{pair(run['hook'])} | {pair(loop['retrieval'])} ({pair(loop['store'])}) | "
+            f"{run['store_mb']} | {run['rss_mb']} |"
+        )
+    ingest_rates = results["ingest"]
+    lines += [
+        "",
+        f"MCP ingest ({ingest_rates['texts']} LoCoMo turns): store_context "
+        f"{ingest_rates['mcp_single_items_per_s']}/s, store_contexts "
+        f"{ingest_rates['mcp_batch_items_per_s']}/s, the model alone "
+        f"{ingest_rates['raw_items_per_s']}/s (batch = {ingest_rates['batch_vs_raw']:.0%}).",
+        "",
+        "| summary key | measured | target |",
+        "|---|---:|---:|",
+    ]
+    for key, value in results["summary"].items():
+        lines.append(
+            f"| `{key}` | {value if value is not None else '—'} | {TARGETS.get(key, '')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(results: dict[str, Any], out: Path) -> list[Path]:
+    """results.json and results.md first, then latency.png when matplotlib is installed."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "results.json", out / "results.md"]
+    paths[0].write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    paths[1].write_text(markdown(results), encoding="utf-8")
+    try:
+        import matplotlib
+    except ImportError:
+        print(NO_PLOT, file=sys.stderr)
+        return paths
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    faces = ["floor", "engine", "stdio", "http", "http8", "hook", "hook_loop"]
+    fig, axis = plt.subplots(figsize=(11, 4.5))
+    width = 0.8 / max(1, len(results["runs"]))
+    for n, run in enumerate(results["runs"]):
+        values = [
+            run["floor"]["sum"]["p99_ms"]
+            if face == "floor"
+            else run[face]["retrieval"]["p99_ms"]
+            if face == "hook_loop"
+            else run[face]["p99_ms"]
+            for face in faces
+        ]
+        x = np.arange(len(faces)) + n * width
+        axis.bar(x, values, width, label=f"{run['items']:,} items")
+    axis.set_xticks(np.arange(len(faces)) + width * (len(results["runs"]) - 1) / 2, faces)
+    axis.set_ylabel("p99 ms")
+    axis.set_title("p99 latency per face (floor: raw embedding + vector + full-text)")
+    axis.legend()
+    fig.tight_layout()
+    paths.append(out / "latency.png")
+    fig.savefig(paths[2], dpi=110)
+    plt.close(fig)
+    return paths

@@ -1,0 +1,84 @@
+"""The hot path's mechanisms: reads beside writes, sliced lifecycle passes, the query session.
+
+Speed itself is measured by ``ralph-context bench latency``, not here: these tests check the
+order of events (a search answers while a write is still running), never a duration.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import anyio
+import numpy as np
+
+from ralph_context import ContextItem, ContextType, Engine, IterationResult, NewItem, Tier
+from ralph_context.embeddings.local import LocalEmbedder
+from ralph_context.storage.pack_space import PackSpace
+from tests.helpers import Loader, SettingsFactory
+
+
+async def test_a_search_answers_while_a_write_is_still_running(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    """A long write (here a pack function holding the single writer) must not hold up
+    reads: before, every search queued behind it in the storage actor's inbox."""
+    release = threading.Event()
+    events: list[str] = []
+
+    def slow_write(_space: PackSpace) -> None:
+        release.wait(timeout=20)
+
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            await engine.store("Retry the upload with exponential backoff", "skill")
+
+            async def writer() -> None:
+                await engine.in_packs(slow_write)
+                events.append("write done")
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(writer)
+                await anyio.sleep(0.2)  # the write is in the storage actor's lane now
+                result = await engine.search("upload keeps failing")
+                events.append("search done")
+                stats = await engine.stats()
+                events.append("stats done")
+                release.set()
+    assert events == ["search done", "stats done", "write done"]
+    assert result.tier is Tier.SEMANTIC and result.items
+    assert stats.items == 1
+
+
+async def test_a_pass_archiving_more_than_a_slice_archives_everything_due(
+    make_settings: SettingsFactory, shared_model: Loader, embedder: LocalEmbedder
+) -> None:
+    """Archiving runs in slices of 256 ids; a pass over 600 old items still moves every one,
+    and the young ones stay."""
+    texts = [f"note {n}: the build of module {n % 17} took {n} seconds" for n in range(600)]
+    vectors = embedder.embed(texts, 32)
+    old = [
+        (ContextItem(content=t, content_type=ContextType.OUTPUT, created_iteration=0), v)
+        for t, v in zip(texts, vectors, strict=True)
+    ]
+    with anyio.fail_after(120):
+        async with Engine(
+            make_settings(lifecycle={"auto_run": False}), model_loader=shared_model
+        ) as engine:
+            await engine.store_embedded(old)
+            (young,) = await engine.store_many([NewItem("fresh note", "output", iteration=60)])
+            await engine.record_iteration(IterationResult(iteration=60, summary="s", success=True))
+            report = await engine.run_lifecycle()
+            stats = await engine.stats()
+            kept = await engine.get(young.id)
+    assert len(report.archived) == 600
+    assert stats.items == 1 and stats.archived == 600
+    assert kept.content == "fresh note"
+
+
+def test_a_query_embeds_the_same_in_the_query_session(embedder: LocalEmbedder) -> None:
+    """Single texts go to the single-threaded session, batches to the other: the same text
+    must get the same vector either way, or queries would drift from what was stored."""
+    texts = ["ModuleNotFoundError: No module named 'requests'", "pin the wheel cache key"]
+    alone = embedder.embed(texts[:1], 1)[0]
+    batched = embedder.embed([*texts, "a third text to make a batch"], 32)[0]
+    np.testing.assert_allclose(alone, batched, atol=1e-5)
