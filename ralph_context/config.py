@@ -98,8 +98,10 @@ class StorageSettings(_Section):
     # Brute force costs ~5 ms + ~2 ms per 1k rows here (25 ms p50 at 10k); an IVF-SQ index
     # answers 10k in ~11 ms, so it pays from a few thousand rows on (benchmarks/latency).
     vector_index_min_rows: int = Field(default=5_000, ge=256)
-    # Every LanceDB write is a table version; compaction restores read speed.
-    optimize_every_writes: int = Field(default=200, ge=1)
+    # Every LanceDB write is a table version and a small fragment, and reads slow down with
+    # each (a loop storing its results: search p50 +25 ms after 80 iterations at 5k items).
+    # Compaction folds them (~0.3 s at 100k, in the writer's lane: reads go on meanwhile).
+    optimize_every_writes: int = Field(default=25, ge=1)
     version_retention_minutes: float = Field(default=5.0, ge=0, allow_inf_nan=False)
     # A read or write of the store taking longer fails that call (retrieval steps down a
     # tier); maintenance gets ten times as long.

@@ -51,7 +51,7 @@ from ralph_context.models import (
     Tier,
 )
 from ralph_context.retrieval import Candidates, Query, Retriever
-from ralph_context.runtime import HealthSnapshot, Supervisor
+from ralph_context.runtime import Foreground, HealthSnapshot, Supervisor
 from ralph_context.skillbook_sync import SkillbookSync
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import StoreStats
@@ -154,6 +154,8 @@ class Engine:
         self._inference: InferenceActor | None = None
         self._skillbook: SkillbookSync | None = None
         self._iteration = 0
+        # Searches and stores in flight: lifecycle steps wait until there are none.
+        self._foreground = Foreground()
 
     # --- lifetime ---------------------------------------------------------------------------
 
@@ -216,6 +218,7 @@ class Engine:
             embedding=embedding,
             inference=inference,
             clock=lambda: self._iteration,
+            foreground=self._foreground,
         )
         await supervisor.start(lifecycle)
         self._lifecycle = lifecycle
@@ -289,7 +292,10 @@ class Engine:
             ActorUnavailable: The store itself is down.
         """
         items = [self._build_item(entry) for entry in entries]
-        return await self._persist(items) if items else []
+        if not items:
+            return []
+        with self._foreground.busy():
+            return await self._persist(items)
 
     async def store_embedded(self, pairs: Sequence[tuple[ContextItem, Vectors]]) -> int:
         """Bulk path: persist items whose vectors were computed by this engine's model.
@@ -343,10 +349,11 @@ class Engine:
                     iteration=result.iteration,
                 )
             )
-        await self._require_storage().add_iteration(result)
-        self._iteration = max(self._iteration, result.iteration)
-        if error_item is not None:
-            (error_item,) = await self._persist([error_item])
+        with self._foreground.busy():
+            await self._require_storage().add_iteration(result)
+            self._iteration = max(self._iteration, result.iteration)
+            if error_item is not None:
+                (error_item,) = await self._persist([error_item])
         if not self.settings.lifecycle.auto_run or self._lifecycle is None:
             pass
         elif not self._lifecycle.tell(RunLifecycle()):
@@ -542,10 +549,11 @@ class Engine:
         only = check_context_types(context_types)
         preferred = only or check_context_types(prefer_types)
         where = ItemFilter(types=only, tags_any=check_tags(tags))
-        await self._sync_skillbook()
-        return await self._require_retriever().search(
-            Query(text, limit, threshold, budget, where, preferred)
-        )
+        with self._foreground.busy():
+            await self._sync_skillbook()
+            return await self._require_retriever().search(
+                Query(text, limit, threshold, budget, where, preferred)
+            )
 
     async def candidates(
         self,

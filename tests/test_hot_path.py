@@ -52,7 +52,7 @@ async def test_a_search_answers_while_a_write_is_still_running(
 async def test_a_pass_archiving_more_than_a_slice_archives_everything_due(
     make_settings: SettingsFactory, shared_model: Loader, embedder: LocalEmbedder
 ) -> None:
-    """Archiving runs in slices of 256 ids; a pass over 600 old items still moves every one,
+    """Archiving runs in slices of 128 ids; a pass over 600 old items still moves every one,
     and the young ones stay."""
     texts = [f"note {n}: the build of module {n % 17} took {n} seconds" for n in range(600)]
     vectors = embedder.embed(texts, 32)

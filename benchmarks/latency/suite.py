@@ -231,7 +231,7 @@ async def measure(
 ) -> dict[str, Any]:
     corpus = load_corpus(data)
     embedder = load_embedder(Settings.load(None).embeddings)
-    tick = progress(1 + 6 * len(sizes))
+    tick = progress(1 + 7 * len(sizes))
     base_count = min(2760, len(corpus.turns))
     ordered = sorted(range(base_count), key=lambda i: len(corpus.turns[i]))
     bases = np.empty((base_count, embedder.dimension), dtype=np.float32)

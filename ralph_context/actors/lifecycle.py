@@ -29,7 +29,7 @@ from ralph_context.lifecycle.policy import (
 )
 from ralph_context.lifecycle.summarize import worth_summarizing
 from ralph_context.models import ContextState
-from ralph_context.runtime import Actor, Envelope
+from ralph_context.runtime import Actor, Envelope, Foreground
 
 __all__ = [
     "LifecycleActor",
@@ -49,9 +49,10 @@ Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 # summaries, so a pass stopped at shutdown loses only a few minutes of the model's work.
 _READ_CHUNK = 32
 _MODEL_CHUNK = 4
-# Ids per storage request of a pass (state changes, archiving, pruning): one slice takes
-# ~0.1 s at 100k items, the longest a write from the loop waits behind the pass.
-_SLICE = 256
+# Ids per storage request of a pass (state changes, archiving, pruning): a slice is the
+# longest a write from the loop waits behind the pass, and the most a request that arrives
+# during it shares the CPU with.
+_SLICE = 128
 # Longest rest between slices, and longest wait for reads in flight to finish (seconds).
 _MAX_REST = 0.5
 # Share of the size-pressure candidates deleted per round before re-measuring.
@@ -113,6 +114,7 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         storage, embedding: The actors it works through.
         inference: Writes summaries when ``lifecycle.summarizer_model`` is set.
         clock: The current iteration.
+        foreground: The loop's requests in flight; each step of a pass waits for none.
     """
 
     def __init__(
@@ -123,6 +125,7 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         embedding: EmbeddingActor,
         inference: InferenceActor | None = None,
         clock: Callable[[], int],
+        foreground: Foreground | None = None,
     ) -> None:
         super().__init__("lifecycle", inbox_size=64, max_batch=64)
         self.settings = settings
@@ -130,6 +133,7 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         self.embedding = embedding
         self.inference = inference
         self.clock = clock
+        self.foreground = foreground or Foreground()
 
     async def handle_batch(
         self, batch: Sequence[Envelope[LifecycleRequest, LifecycleReport]]
@@ -152,6 +156,7 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
             envelope.resolve(report)
 
     async def handle(self, request: LifecycleRequest) -> LifecycleReport:
+        await self.foreground.quiet(at_most=_MAX_REST)
         now = self.clock()
         match request:
             case RunLifecycle(dry_run, progress):
@@ -222,15 +227,15 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         return replace(report, chars_saved=saved)
 
     async def _slices(self, ids: Sequence[str]) -> AsyncIterator[Sequence[str]]:
-        """``ids`` in slices of :data:`_SLICE`, each handed out once no read is in flight
-        and after a rest as long as the previous slice took: a pass over 100k items then
-        holds the single writer for one slice at a time and leaves at least half the CPU
-        to the loop's requests."""
+        """``ids`` in slices of :data:`_SLICE`, each handed out once no foreground request
+        is in flight and after a rest as long as the previous slice took: a pass over 100k
+        items then holds the single writer for one slice at a time and leaves at least half
+        the CPU to the loop's requests."""
         began = anyio.current_time()
         for start in range(0, len(ids), _SLICE):
             if start:
                 await anyio.sleep(min(_MAX_REST, anyio.current_time() - began))
-            await self.storage.quiet(at_most=_MAX_REST)
+            await self.foreground.quiet(at_most=_MAX_REST)
             began = anyio.current_time()
             yield ids[start : start + _SLICE]
 
@@ -247,10 +252,12 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         saved = 0
         done = 1
         for start in range(0, len(ids), chunk):
+            await self.foreground.quiet(at_most=_MAX_REST)
             items = await self.storage.get_items(ids[start : start + chunk])
             summaries: dict[str, str] = {}
             for item in items:
                 if worth_summarizing(item.content):
+                    await self.foreground.quiet(at_most=_MAX_REST)
                     summary = await summarizer.summary(item)
                     if len(summary) < len(item.content):
                         summaries[item.id] = summary

@@ -196,8 +196,6 @@ class StorageActor(Actor[StorageRequest, object]):
         self.vector_fault: str | None = None
         self._repair_after = 0.0
         self._readers = anyio.CapacityLimiter(_READERS)
-        self._in_flight = 0
-        self._idle: anyio.Event | None = None
 
     @property
     def model_id(self) -> str | None:
@@ -437,15 +435,6 @@ class StorageActor(Actor[StorageRequest, object]):
     async def age_rows(self, before: int | None = None) -> list[AgeRow]:
         return await self._read(LanceStore.age_rows, before)
 
-    async def quiet(self, *, at_most: float) -> None:
-        """Return once no read is in flight (or after ``at_most`` seconds, so a steady
-        stream of reads cannot starve background work for ever)."""
-        with anyio.move_on_after(at_most):
-            while self._in_flight:
-                if self._idle is None:
-                    self._idle = anyio.Event()
-                await self._idle.wait()
-
     async def find_archived(self, ids: Sequence[str]) -> list[ArchivedItem]:
         return await self._read(LanceStore.find_archived, list(ids))
 
@@ -474,7 +463,6 @@ class StorageActor(Actor[StorageRequest, object]):
         state = self.health.state
         if store is None or state is not ActorState.RUNNING:
             raise ActorUnavailable(f"{self.name} is {state.value}")
-        self._in_flight += 1
         try:
             with anyio.fail_after(self.timeout):
                 return await anyio.to_thread.run_sync(
@@ -489,11 +477,6 @@ class StorageActor(Actor[StorageRequest, object]):
                 raise
             log.warning("read_failed", read=method.__name__, error=f"{type(exc).__name__}: {exc}")
             raise StoreError(f"the store could not answer ({type(exc).__name__}: {exc})") from exc
-        finally:
-            self._in_flight -= 1
-            if not self._in_flight and self._idle is not None:
-                self._idle.set()
-                self._idle = None
 
     # --- internals -------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,11 +38,12 @@ QUERY_TEXTS = 2
 class LocalEmbedder:
     """A loaded ONNX text-embedding model producing unit-length vectors.
 
-    ``query_model`` is the same model in a single-threaded session, for queries. A short text
-    gains little from a second thread (5.7 ms alone, 4.2 ms with two here), but onnxruntime's
-    thread pool spins between calls: with it, an ``Engine.search`` at 100k items burnt 77 ms
-    of CPU instead of 43 and took 10 ms longer, the spinning thread competing with LanceDB's
-    on two cores. Batches of documents keep every thread (134 texts/s instead of 66).
+    ``query_model`` is the same model in a session whose threads do not spin between calls,
+    for queries. onnxruntime's pool spins by default: with it, an ``Engine.search`` at 100k
+    items burnt 77 ms of CPU instead of 43 and took 10 ms longer, the spinning threads
+    competing with LanceDB's on two cores. A single thread would not spin either, but a
+    280-character query then takes 21 ms instead of 13. Batches of documents keep the
+    spinning pool, which embeds ~8% more texts a second.
     """
 
     def __init__(
@@ -76,7 +77,7 @@ def load_embedder(settings: EmbeddingsSettings) -> LocalEmbedder:
     from fastembed import TextEmbedding
 
     path = settings.resolved_model_path()
-    specific: str | None = None
+    onnx_file: Path | None = None
     try:
         if uses_registry(settings):
             # A fastembed registry name: fastembed downloads it where a hub is reachable.
@@ -86,23 +87,20 @@ def load_embedder(settings: EmbeddingsSettings) -> LocalEmbedder:
         elif (manifest := read_manifest(path)) is not None:
             model_id = str(manifest["model_id"])
             dimension = int(str(manifest["dimension"]))
-            _register(model_id, dimension, str(manifest.get("model_file", "model.onnx")))
-            specific = str(path)
+            onnx_file = path / str(manifest.get("model_file", "model.onnx"))
         elif _looks_like_model_dir(path):
             model_id, dimension = f"{settings.model} ({path})", _config_dimension(path)
-            _register(model_id, dimension, "model.onnx")
-            specific = str(path)
+            onnx_file = path / "model.onnx"
         else:
             raise ModelError(f"no embedding model at {path}; {_INSTALL_HINT}")
-        if specific is not None:
+        specific = None
+        if onnx_file is not None:
+            _register(model_id, dimension, onnx_file.name)
+            specific = str(path)
             model = TextEmbedding(
                 model_name=model_id, specific_model_path=specific, threads=settings.threads
             )
-        query_model = None
-        if settings.threads != 1:
-            query_model = TextEmbedding(
-                model_name=model_id, specific_model_path=specific, threads=1
-            )
+        query_model = _query_model(model_id, specific, onnx_file, settings.threads)
     except ModelError:
         raise
     except Exception as exc:
@@ -112,6 +110,44 @@ def load_embedder(settings: EmbeddingsSettings) -> LocalEmbedder:
     if probe.shape != (1, dimension):
         raise ModelError(f"model at {path} returned shape {probe.shape}, expected (1, {dimension})")
     return embedder
+
+
+def _query_model(
+    model_id: str, specific: str | None, onnx_file: Path | None, threads: int | None
+) -> TextModel | None:
+    """The query session: the same model with onnxruntime's threads told not to spin
+    between calls, or (where that cannot be set) with one thread. ``None`` with one thread
+    configured anyway (nothing spins)."""
+    from fastembed import TextEmbedding
+
+    if threads == 1:
+        return None
+    query = TextEmbedding(model_name=model_id, specific_model_path=specific, threads=threads)
+    if onnx_file is not None and _stop_spinning(query, onnx_file, threads):
+        return query
+    return TextEmbedding(model_name=model_id, specific_model_path=specific, threads=1)
+
+
+def _stop_spinning(model: Any, onnx_file: Path, threads: int | None) -> bool:
+    """Rebuild ``model``'s onnxruntime session with ``allow_spinning`` off (fastembed does
+    not expose the option; its session is ``model.model.model``). False if that layout is
+    not there (another fastembed version): the caller then uses one thread instead."""
+    import onnxruntime as ort
+
+    inner = getattr(model, "model", None)
+    session = getattr(inner, "model", None)
+    if inner is None or not isinstance(session, ort.InferenceSession):
+        return False
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads is not None:
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = threads
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    inner.model = ort.InferenceSession(
+        str(onnx_file), providers=session.get_providers(), sess_options=options
+    )
+    return True
 
 
 def uses_registry(settings: EmbeddingsSettings) -> bool:

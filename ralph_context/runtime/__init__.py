@@ -6,6 +6,7 @@ Knows nothing of context; the actors in ``ralph_context.actors`` build on it.
 from __future__ import annotations
 
 from ralph_context.runtime.actor import Actor, Envelope, NotConfigured, PermanentFailure
+from ralph_context.runtime.foreground import Foreground
 from ralph_context.runtime.health import ActorState, Health, HealthSnapshot
 from ralph_context.runtime.supervisor import Supervisor
 
@@ -13,6 +14,7 @@ __all__ = [
     "Actor",
     "ActorState",
     "Envelope",
+    "Foreground",
     "Health",
     "HealthSnapshot",
     "NotConfigured",

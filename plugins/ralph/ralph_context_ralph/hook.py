@@ -46,8 +46,8 @@ log = structlog.get_logger("ralph_context_ralph")
 # The query is the task's opening plus what just happened. Short on purpose: embedding
 # cost grows with length (here 13 ms for 160 characters, 23 ms for 320, 51 ms for 500 on a
 # loaded box), and the opening of a task and the head of an error carry what it is about.
-TASK_CHARS = 160
-RECENT_CHARS = 120
+TASK_CHARS = 120
+RECENT_CHARS = 100
 SUMMARY_CHARS = 1_000
 
 

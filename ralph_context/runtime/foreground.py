@@ -1,0 +1,66 @@
+"""Foreground: the requests a loop waits on, which background work gives way to.
+
+Two cores are shared by a loop's requests (a search, storing a result) and the engine's own
+background work (lifecycle passes: summaries, archiving thousands of items). Background work
+runs in small steps and, before each, waits until no foreground request is in flight, so a
+request competes at most with the one step already under way, never with a whole pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import anyio
+
+__all__ = ["Foreground"]
+
+
+class Foreground:
+    """Counts foreground requests in flight; background steps wait for none.
+
+    Args:
+        settle: Seconds without a foreground request that count as quiet. A loop stores an
+            iteration's result and asks for the next prompt at once: without the pause, a
+            pass queued by the store would start its first reads inside the next search.
+    """
+
+    def __init__(self, *, settle: float = 0.05) -> None:
+        self.settle = settle
+        self._active = 0
+        self._ended = -float("inf")
+        self._idle: anyio.Event | None = None
+
+    @property
+    def active(self) -> int:
+        """Foreground requests in flight now."""
+        return self._active
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        """Mark a foreground request for the length of the ``with`` block."""
+        self._active += 1
+        try:
+            yield
+        finally:
+            self._active -= 1
+            self._ended = anyio.current_time()
+            if not self._active and self._idle is not None:
+                self._idle.set()
+                self._idle = None
+
+    async def quiet(self, *, at_most: float) -> None:
+        """Return once no foreground request has been in flight for ``settle`` seconds, or
+        after ``at_most`` seconds: a steady stream of requests must not starve background
+        work for ever."""
+        with anyio.move_on_after(at_most):
+            while True:
+                if self._active:
+                    if self._idle is None:
+                        self._idle = anyio.Event()
+                    await self._idle.wait()
+                    continue
+                calm = anyio.current_time() - self._ended
+                if calm >= self.settle:
+                    return
+                await anyio.sleep(self.settle - calm)
