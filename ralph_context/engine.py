@@ -186,7 +186,11 @@ class Engine:
             log.warning("embedding_unavailable", reason=embedding.health.last_error)
         location = None if settings.is_ephemeral else settings.store_path()
         storage = StorageActor(
-            settings.storage, location, model, timeout=settings.storage.timeout_seconds
+            settings.storage,
+            location,
+            model,
+            timeout=settings.storage.timeout_seconds,
+            foreground=self._foreground,
         )
         await supervisor.start(storage)
         self._storage = storage

@@ -44,7 +44,7 @@ from benchmarks.latency.run import Corpus, load_corpus, load_store
 from benchmarks.settings import store_settings
 from ralph_context import Engine, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
-from ralph_context.storage.lance_store import LanceStore
+from ralph_context.storage.vectors import probes
 
 __all__ = ["NO_PLOT", "TARGETS", "markdown", "measure", "write_outputs"]
 
@@ -90,14 +90,14 @@ def rss_mb() -> float:
 def floor(store: Path, embedder: LocalEmbedder, questions: list[str]) -> dict[str, Any]:
     """Raw query embedding, raw LanceDB vector and full-text queries, per question."""
     table = lancedb.connect(str(store)).open_table("context_items")
-    probes = LanceStore._probes_for(table.count_rows())
+    visits = probes(table.count_rows())
     parts: dict[str, list[float]] = {"embed": [], "vector": [], "text": [], "sum": []}
     for question in questions:
         started = time.perf_counter()
         vector = embedder.embed([question], 1)[0]
         embedded = time.perf_counter()
         search: Any = table.search(vector, vector_column_name="vector")
-        search.distance_type("cosine").limit(40).nprobes(probes).to_arrow()
+        search.distance_type("cosine").limit(40).nprobes(visits).to_arrow()
         searched = time.perf_counter()
         match = MatchQuery(question, "content")  # type: ignore[call-arg]
         table.search(match, query_type="fts").limit(20).to_arrow()
@@ -117,8 +117,8 @@ async def engine_search(
 ) -> tuple[dict[str, Any], float]:
     settings = store_settings(store, lifecycle={"auto_run": False}, skillbook={"enabled": False})
     async with Engine(settings, model_loader=lambda _s: embedder) as engine:
-        for question in questions[:10]:
-            await engine.search(question)
+        for n in range(10):  # warm-up, with queries not timed below (no cache hits)
+            await engine.search(f"warm-up {n}: what did they plan")
         latencies = []
         for question in questions:
             started = time.perf_counter()
@@ -152,7 +152,11 @@ async def one_size(
         settled = await engine.size_bytes()
         latest = engine.current_iteration
     tick()
-    picks = rng.choice(len(corpus.questions), size=min(queries, len(corpus.questions)))
+    # Distinct questions (at most as many as the data has): a repeated one would be served
+    # from the embedding cache.
+    picks = rng.choice(
+        len(corpus.questions), size=min(queries, len(corpus.questions)), replace=False
+    )
     questions = [corpus.questions[int(p)] for p in picks]
     run: dict[str, Any] = {
         "items": size,

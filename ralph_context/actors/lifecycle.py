@@ -161,10 +161,12 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         match request:
             case RunLifecycle(dry_run, progress):
                 # Nothing younger than the aging age can change state or be pruned.
-                rows = await self.storage.age_rows(
-                    now - self.settings.lifecycle.aging_after_iterations
+                ages = self.settings.lifecycle
+                rows = await self.storage.age_rows(now - ages.aging_after_iterations)
+                # Only what the clock may prune: the archive keeps most of a long loop.
+                archived = await self.storage.archived_rows(
+                    now - ages.prune_after_iterations, ages.prune_min_usefulness
                 )
-                archived = await self.storage.archived_rows()
                 plan = plan_lifecycle(rows, archived, now=now, settings=self.settings.lifecycle)
                 report = await self._execute(plan, now, dry_run, progress)
                 if dry_run:
@@ -176,7 +178,7 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
                 return await self._execute(plan, now, dry_run, progress)
             case PruneLowValue(min_usefulness, dry_run, progress):
                 rows = await self.storage.age_rows()
-                archived = await self.storage.archived_rows()
+                archived = await self.storage.archived_rows(below=min_usefulness)
                 plan = plan_prune(rows, archived, min_usefulness=min_usefulness)
                 return await self._execute(plan, now, dry_run, progress)
 

@@ -36,6 +36,11 @@ class Foreground:
         """Foreground requests in flight now."""
         return self._active
 
+    @property
+    def calm(self) -> bool:
+        """True when no foreground request has been in flight for ``settle`` seconds."""
+        return not self._active and anyio.current_time() - self._ended >= self.settle
+
     @contextmanager
     def busy(self) -> Iterator[None]:
         """Mark a foreground request for the length of the ``with`` block."""

@@ -21,12 +21,13 @@ from typing import Any, Literal
 import lancedb
 import numpy as np
 import pyarrow as pa
+from lancedb.index import IvfSq
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.schema import item_from_row, item_to_row, items_schema
-from ralph_context.storage.vectors import vector_matrix
+from ralph_context.storage.vectors import partitions, probes, vector_matrix
 
 __all__ = ["ARCHIVES", "ArchiveStore", "ArchivedItem"]
 
@@ -64,7 +65,16 @@ class ArchiveStore:
         self.dimension = dimension
         self._db = lancedb.connect(uri, storage_options=options)
         # Until something is archived, a search of the archive is skipped without a call.
+        self._open: dict[str, Any] = {}
         self.empty = not self.tables()
+
+    def _table(self, name: str) -> Any:
+        """An open month table, opened once (opening costs a manifest read per call) and
+        used for every read and write: a second handle would not see this one's writes."""
+        table = self._open.get(name)
+        if table is None:
+            table = self._open[name] = self._db.open_table(name)
+        return table
 
     def tables(self) -> list[str]:
         """Month tables, oldest first."""
@@ -91,7 +101,9 @@ class ArchiveStore:
                 archived_at=when,
             )
             rows.append(row)
-        table = self._db.create_table(name, schema=schema, exist_ok=True)
+        table = self._open.get(name)
+        if table is None:
+            table = self._open[name] = self._db.create_table(name, schema=schema, exist_ok=True)
         self.empty = False
         # The table's own schema: a month table from before a column was added lacks it.
         table.add(pa.Table.from_pylist(rows, schema=table.schema))
@@ -103,7 +115,7 @@ class ArchiveStore:
         where = _ids(ids)
         found: list[ArchivedItem] = []
         for name in reversed(self.tables()):
-            table = self._db.open_table(name)
+            table = self._table(name)
             rows = table.search().where(where).limit(None).to_arrow()
             found.extend(_archived(row, name) for row in rows.drop_columns(["vector"]).to_pylist())
         if reason is not None:
@@ -115,17 +127,18 @@ class ArchiveStore:
     ) -> list[tuple[ContextItem, float, Vectors]]:
         """Archived items (not originals) nearest to ``query`` by cosine, best first.
 
-        An exact scan of every month table: the archive is searched only when the hot
-        table matches a query weakly, and is far smaller than the hot table was.
+        Searched only when the hot table matches a query weakly; a month table past
+        ``index_from`` rows has a vector index (see :meth:`optimize`), smaller ones are
+        scanned exactly.
         """
         found: list[tuple[ContextItem, float, Vectors]] = []
         clause = where.to_sql()
         condition = "reason = 'archived'" + (f" AND ({clause})" if clause else "")
         probe = query.astype(np.float32)
         for name in self.tables():
-            table = self._db.open_table(name)
+            table = self._table(name)
             search: Any = table.search(probe, vector_column_name="vector")
-            search = search.distance_type("cosine")
+            search = search.distance_type("cosine").nprobes(probes(int(table.count_rows())))
             rows = search.where(condition, prefilter=True).limit(limit).to_arrow()
             if rows.num_rows == 0:
                 continue
@@ -141,15 +154,25 @@ class ArchiveStore:
         found.sort(key=lambda hit: -hit[1])
         return found[:limit]
 
-    def rows(self, reason: Reason) -> list[ArchivedItem]:
-        """Every row archived for ``reason`` (for pruning; the archive is read rarely)."""
+    def rows(
+        self, reason: Reason, *, before: int | None = None, below: float | None = None
+    ) -> list[ArchivedItem]:
+        """Rows archived for ``reason``, without their text; with ``before``, only items
+        created before that iteration, with ``below``, only those less useful than that.
+        A lifecycle pass asks for the prunable ones alone: a whole archive of 100k items
+        read on every pass cost seconds of CPU beside the loop's searches."""
+        condition = f"reason = '{reason}'"
+        if before is not None:
+            condition += f" AND created_iteration < {int(before)}"
+        if below is not None:
+            condition += f" AND usefulness_score < {float(below)!r}"
         found: list[ArchivedItem] = []
         for name in self.tables():
-            table = self._db.open_table(name)
+            table = self._table(name)
             columns = [c for c in table.schema.names if c not in ("vector", "content")]
-            rows = table.search().select(columns).limit(None).to_arrow().to_pylist()
-            found.extend(_archived({**row, "content": ""}, name) for row in rows)
-        return [entry for entry in found if entry.reason == reason]
+            query = table.search().where(condition).select(columns).limit(None)
+            found.extend(_archived({**row, "content": ""}, name) for row in query.to_list())
+        return found
 
     def delete(self, ids: Iterable[str]) -> int:
         """Delete every archived row (both reasons) of these ids; returns rows deleted."""
@@ -159,7 +182,7 @@ class ArchiveStore:
         where = _ids(targets)
         deleted = 0
         for name in self.tables():
-            table = self._db.open_table(name)
+            table = self._table(name)
             count = int(table.count_rows(where))
             if count:
                 table.delete(where)
@@ -170,15 +193,25 @@ class ArchiveStore:
         """Rows archived as items (not originals)."""
         total = 0
         for name in self.tables():
-            total += int(self._db.open_table(name).count_rows("reason = 'archived'"))
+            total += int(self._table(name).count_rows("reason = 'archived'"))
         return total
 
-    def optimize(self, retention: timedelta, *, delete_unverified: bool = False) -> None:
-        """Compact every month table."""
+    def optimize(
+        self, retention: timedelta, *, delete_unverified: bool = False, index_from: int = 5_000
+    ) -> None:
+        """Compact every month table, and give one with ``index_from`` vectors or more a
+        vector index: a loop archives most of what it stores, and an archive of 100k items
+        scanned exactly on every weak query cost more than the hot search itself."""
         for name in self.tables():
-            self._db.open_table(name).optimize(
-                cleanup_older_than=retention, delete_unverified=delete_unverified
-            )
+            table = self._table(name)
+            table.optimize(cleanup_older_than=retention, delete_unverified=delete_unverified)
+            indexed = any(index.columns == ["vector"] for index in table.list_indices())
+            rows = int(table.count_rows())
+            if not indexed and rows >= index_from:
+                table.create_index(
+                    "vector",
+                    config=IvfSq(distance_type="cosine", num_partitions=partitions(rows)),
+                )
 
 
 def _ids(ids: Sequence[str]) -> str:

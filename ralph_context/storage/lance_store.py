@@ -49,7 +49,7 @@ from ralph_context.storage.schema import (
     iterations_schema,
 )
 from ralph_context.storage.usage import USAGE, UsageLedger, usage_schema
-from ralph_context.storage.vectors import vector_list, vector_matrix
+from ralph_context.storage.vectors import partitions, probes, vector_list, vector_matrix
 
 __all__ = ["AgeRow", "LanceStore", "MaintenanceReport", "StoreStats"]
 
@@ -431,9 +431,12 @@ class LanceStore:
         """Archive rows (archived items and originals) for these ids."""
         return self.archive.get(ids)
 
-    def archived_rows(self) -> list[ArchivedItem]:
-        """Every archived item (without its text), for pruning."""
-        return self.archive.rows("archived")
+    def archived_rows(
+        self, before: int | None = None, below: float | None = None
+    ) -> list[ArchivedItem]:
+        """Archived items (without their text), for pruning: with ``before`` only those
+        created before that iteration, with ``below`` only those less useful than that."""
+        return self.archive.rows("archived", before=before, below=below)
 
     def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
         """Delete items for good: from the hot table, and every archive row of either list
@@ -490,26 +493,16 @@ class LanceStore:
                 index.columns == ["vector"] for index in self.items.list_indices()
             )
             if self._vector_index:
-                self._nprobes = self._probes_for(self.items.count_rows())
+                self._nprobes = probes(self.items.count_rows())
         return self._vector_index
-
-    @staticmethod
-    def _partitions(rows: int) -> int:
-        # ~1,500 vectors a partition: at 100k, 316 partitions (sqrt) cost 20 ms a query here,
-        # 64 cost 9 ms with the same recall (benchmarks/latency).
-        return min(4096, max(16, rows // 1500))
-
-    @classmethod
-    def _probes_for(cls, rows: int) -> int:
-        return max(8, cls._partitions(rows) // 8)
 
     def _build_vector_index(self, rows: int) -> None:
         self.items.create_index(
             "vector",
-            config=IvfSq(distance_type="cosine", num_partitions=self._partitions(rows)),
+            config=IvfSq(distance_type="cosine", num_partitions=partitions(rows)),
             replace=True,
         )
-        self._vector_index, self._nprobes, self._indexed_rows = True, self._probes_for(rows), rows
+        self._vector_index, self._nprobes, self._indexed_rows = True, probes(rows), rows
         if self.model_id is not None:
             self._write_record()
 
@@ -559,10 +552,12 @@ class LanceStore:
             warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
             for table in (self.items, self.iterations, self.usage.table):
                 table.optimize(cleanup_older_than=retention, delete_unverified=reclaim)
-            self.archive.optimize(retention, delete_unverified=reclaim)
+            self.archive.optimize(
+                retention, delete_unverified=reclaim, index_from=self.vector_index_min_rows
+            )
         removed = max(0, before - len(self.items.list_versions()))
         if self._vector_index:
-            self._nprobes = self._probes_for(vectors)
+            self._nprobes = probes(vectors)
         log.info("store_maintained", vector_index_built=built, versions_removed=removed)
         return MaintenanceReport(compacted=True, vector_index_built=built, versions_removed=removed)
 

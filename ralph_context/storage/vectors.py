@@ -9,7 +9,19 @@ import numpy as np
 
 from ralph_context.embeddings.local import Vectors
 
-__all__ = ["vector_list", "vector_matrix"]
+__all__ = ["partitions", "probes", "vector_list", "vector_matrix"]
+
+
+def partitions(rows: int) -> int:
+    """IVF partitions for a table of ``rows`` vectors: ~1,500 a partition. At 100k, 316
+    partitions (sqrt) cost 20 ms a query here, 64 cost 9 ms with the same recall
+    (benchmarks/latency)."""
+    return min(4096, max(16, rows // 1500))
+
+
+def probes(rows: int) -> int:
+    """Partitions a query visits: an eighth of them, at least 8."""
+    return max(8, partitions(rows) // 8)
 
 
 def vector_matrix(column: Any, dimension: int) -> Vectors:

@@ -47,6 +47,52 @@ def test_bench_ab_runs_a_suite_and_writes_its_files(tmp_path: Path) -> None:
     assert "| bug_fix | medium |" in done.stderr
 
 
+@pytest.mark.model
+def test_bench_latency_measures_every_face_and_writes_its_files(tmp_path: Path) -> None:
+    done = cli(
+        "bench",
+        "latency",
+        "--data",
+        str(HERE / "tiny_locomo.json"),
+        "--items",
+        "1000",
+        "--queries",
+        "10",
+        "--iterations",
+        "10",
+        "--agent-ms",
+        "20",
+        "--out",
+        str(tmp_path),
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "latency.png",
+        "results.json",
+        "results.md",
+    ]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results["summary"]) == {
+        "floor_p50_100k",
+        "engine_p50_100k",
+        "engine_p99_100k",
+        "stdio_p99_100k",
+        "http_p99_100k",
+        "http8_p99_100k",
+        "hook_p99_100k",
+        "engine_p99_1m",
+        "store_mb_100k",
+        "rss_mb_100k",
+    }
+    assert all(value is None for value in results["summary"].values())  # no 100k store here
+    (run,) = results["runs"]
+    assert run["items"] == 1000 and run["store_mb"] > 0
+    for face in ("engine", "stdio", "http", "http8", "hook"):
+        assert run[face]["n"] >= 5 and 0 < run[face]["p50_ms"] <= run[face]["p99_ms"], face
+    assert run["hook_loop"]["retrieval"]["n"] == 10 and run["hook_loop"]["store"]["n"] == 10
+    assert results["ingest"]["mcp_batch_items_per_s"] > 0
+    assert "| 1,000 |" in done.stderr
+
+
 def test_bench_errors_are_one_clear_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text((HERE / "ab_suite.yaml").read_text().replace("kind: bug_fix", "kind: docs"))
@@ -58,5 +104,9 @@ def test_bench_errors_are_one_clear_line(tmp_path: Path) -> None:
     unnamed = cli("bench", "retrieval", check=False)
     assert unnamed.returncode == 2
     assert "needs --data" in unnamed.stderr and "snap-research/LoCoMo" in unnamed.stderr
+    unnamed = cli("bench", "latency", check=False)
+    assert unnamed.returncode == 2 and "bench latency needs --data" in unnamed.stderr
+    sizes = cli("bench", "latency", "--data", "x.json", "--items", "10k", check=False)
+    assert sizes.returncode == 2 and "--items must be comma-separated integers" in sizes.stderr
     openai = cli("bench", "ab", "--agent", "openai", check=False)
     assert openai.returncode == 2 and "needs --base-url and --model" in openai.stderr
