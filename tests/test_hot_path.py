@@ -82,3 +82,63 @@ def test_a_query_embeds_the_same_in_the_query_session(embedder: LocalEmbedder) -
     alone = embedder.embed(texts[:1], 1)[0]
     batched = embedder.embed([*texts, "a third text to make a batch"], 32)[0]
     np.testing.assert_allclose(alone, batched, atol=1e-5)
+
+
+async def test_an_item_stored_after_the_index_was_built_is_found_at_once(
+    make_settings: SettingsFactory, shared_model: Loader, embedder: LocalEmbedder
+) -> None:
+    """Rows written after the vector index was trained are searched exactly until the next
+    compaction folds them in: a just-stored item is found by the very next search."""
+    texts = [f"deploy log {n}: service {n % 11} restarted after {n} s" for n in range(400)]
+    bulk = [
+        (ContextItem(content=t, content_type=ContextType.OUTPUT), v)
+        for t, v in zip(texts, embedder.embed(texts, 32), strict=True)
+    ]
+    settings = make_settings(storage={"vector_index_min_rows": 256, "optimize_every_writes": 1000})
+    with anyio.fail_after(120):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            await engine.store_embedded(bulk)
+            await engine.maintain()
+            assert (await engine.stats()).vector_index
+            fresh = await engine.store("The TLS certificate for api.example.org expired", "error")
+            result = await engine.search("certificate expired on the api host", max_items=3)
+    assert result.items[0].item.id == fresh.id
+
+
+async def test_compaction_waits_while_the_loop_has_a_request_in_flight(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    """Compaction is due every 2 writes here; while a search or store is in flight it is put
+    off (the writes keep counting), and the first write in calm runs it."""
+    settings = make_settings(storage={"optimize_every_writes": 2})
+    with anyio.fail_after(60):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            storage = engine._require_storage()
+            with engine._foreground.busy():
+                for n in range(3):
+                    await storage.add_items(
+                        [(ContextItem(content=f"n{n}", content_type=ContextType.OUTPUT), None)]
+                    )
+                waiting = storage._writes
+            await anyio.sleep(engine._foreground.settle * 2)
+            await storage.add_items(
+                [(ContextItem(content="calm", content_type=ContextType.OUTPUT), None)]
+            )
+            after = storage._writes
+    assert waiting == 3
+    assert after == 0
+
+
+async def test_a_repeated_query_is_embedded_once(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            await engine.store("Retry the upload with exponential backoff", "skill")
+            embedding = engine._require_embedding()
+            before = embedding.cache_stats["hits"]
+            first = await engine.search("why does the upload keep failing")
+            second = await engine.search("why does the upload keep failing")
+            hits = embedding.cache_stats["hits"] - before
+    assert hits == 1
+    assert [i.item.id for i in first.items] == [i.item.id for i in second.items]
