@@ -391,7 +391,7 @@ class Retriever:
 
     async def _embed_query(self, text: str) -> Vectors:
         timeout = self.settings.embeddings.timeout_seconds
-        matrix = await self.embedding.call(EmbedRequest((text,)), timeout=timeout)
+        matrix = await self.embedding.call(EmbedRequest((text,), query=True), timeout=timeout)
         return cast(Vectors, matrix[0])
 
     def _note_access(self, ids: list[str]) -> None:

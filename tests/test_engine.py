@@ -153,10 +153,12 @@ class CrashingModel(LocalEmbedder):
         super().__init__(real._model, real.model_id, real.dimension)
         self.broken = False
 
-    def embed(self, texts: list[str], batch_size: int) -> object:  # type: ignore[override]
+    def embed(  # type: ignore[override]
+        self, texts: list[str], batch_size: int, *, query: bool = False
+    ) -> object:
         if self.broken:
             raise RuntimeError("onnxruntime session lost")
-        return super().embed(texts, batch_size)
+        return super().embed(texts, batch_size, query=query)
 
 
 async def test_a_crashing_model_degrades_search_to_text_without_raising(

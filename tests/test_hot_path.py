@@ -76,12 +76,12 @@ async def test_a_pass_archiving_more_than_a_slice_archives_everything_due(
 
 
 def test_a_query_embeds_the_same_in_the_query_session(embedder: LocalEmbedder) -> None:
-    """Single texts go to the single-threaded session, batches to the other: the same text
-    must get the same vector either way, or queries would drift from what was stored."""
+    """Queries go to their own session, documents to the other: the same text must get the
+    same vector either way, or queries would drift from what was stored."""
     texts = ["ModuleNotFoundError: No module named 'requests'", "pin the wheel cache key"]
-    alone = embedder.embed(texts[:1], 1)[0]
-    batched = embedder.embed([*texts, "a third text to make a batch"], 32)[0]
-    np.testing.assert_allclose(alone, batched, atol=1e-5)
+    as_query = embedder.embed(texts, 2, query=True)
+    as_document = embedder.embed([*texts, "a third text to make a batch"], 32)[:2]
+    np.testing.assert_allclose(as_query, as_document, atol=1e-5)
 
 
 async def test_an_item_stored_after_the_index_was_built_is_found_at_once(

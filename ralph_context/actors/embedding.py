@@ -11,6 +11,7 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 import numpy as np
@@ -29,9 +30,14 @@ log = structlog.get_logger("ralph_context.embedding")
 
 @dataclass(frozen=True)
 class EmbedRequest:
-    """Texts to embed; the reply is a ``(len(texts), dimension)`` float32 matrix."""
+    """Texts to embed; the reply is a ``(len(texts), dimension)`` float32 matrix.
+
+    ``query`` marks retrieval queries: they go to the model's query session (see
+    ``LocalEmbedder``), also when several arrive at once from concurrent clients.
+    """
 
     texts: tuple[str, ...]
+    query: bool = False
 
 
 def _key(text: str) -> bytes:
@@ -117,18 +123,23 @@ class EmbeddingActor(Actor[EmbedRequest, Vectors]):
         )
 
     async def handle(self, request: EmbedRequest) -> Vectors:
-        return await self._embed(list(request.texts))
+        return await self._embed(list(request.texts), query=request.query)
 
     async def handle_batch(self, batch: Sequence[Envelope[EmbedRequest, Vectors]]) -> None:
-        texts = [text for envelope in batch for text in envelope.request.texts]
-        matrix = await self._embed(texts)
-        start = 0
-        for envelope in batch:
-            count = len(envelope.request.texts)
-            envelope.resolve(matrix[start : start + count])
-            start += count
+        """Queries first (a loop waits on them), then documents, each kind in one pass."""
+        for query in (True, False):
+            group = [e for e in batch if e.request.query is query]
+            if not group:
+                continue
+            texts = [text for envelope in group for text in envelope.request.texts]
+            matrix = await self._embed(texts, query=query)
+            start = 0
+            for envelope in group:
+                count = len(envelope.request.texts)
+                envelope.resolve(matrix[start : start + count])
+                start += count
 
-    async def _embed(self, texts: list[str]) -> Vectors:
+    async def _embed(self, texts: list[str], *, query: bool) -> Vectors:
         embedder = self._embedder
         assert embedder is not None, "setup() loads the model before any request"
         out = np.empty((len(texts), embedder.dimension), dtype=np.float32)
@@ -144,12 +155,8 @@ class EmbeddingActor(Actor[EmbedRequest, Vectors]):
             unique = list(pending.items())
             firsts = [texts[positions[0]] for _key, positions in unique]
             for batch in plan_batches(firsts, self.settings.batch_size):
-                vectors = await anyio.to_thread.run_sync(
-                    embedder.embed,
-                    [firsts[i] for i in batch],
-                    len(batch),
-                    limiter=self._limiter,
-                )
+                work = partial(embedder.embed, [firsts[i] for i in batch], len(batch), query=query)
+                vectors = await anyio.to_thread.run_sync(work, limiter=self._limiter)
                 for i, row in zip(batch, vectors, strict=True):
                     key, positions = unique[i]
                     out[positions] = row

@@ -40,9 +40,9 @@ __all__ = [
     "Adjacent",
     "AdjustUsefulness",
     "DeleteItems",
+    "FlushUsage",
     "InPacks",
     "Maintain",
-    "RecordAccess",
     "RepairVectorIndex",
     "SetVectors",
     "StorageActor",
@@ -83,8 +83,8 @@ class AddItems:
 
 
 @dataclass(frozen=True)
-class RecordAccess:
-    ids: tuple[str, ...]
+class FlushUsage:
+    """Write the usage counters changed in memory to ``item_usage``."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ class InPacks:
 
 StorageRequest = (
     AddItems
-    | RecordAccess
+    | FlushUsage
     | AdjustUsefulness
     | DeleteItems
     | AddIteration
@@ -249,14 +249,8 @@ class StorageActor(Actor[StorageRequest, object]):
 
     async def handle(self, request: StorageRequest) -> object:
         match request:
-            case RecordAccess(ids):
-                # A dict update: cheap enough for the event loop, and the actor is the only
-                # user of the store, so no worker thread touches it meanwhile.
-                self.store.record_access(ids, datetime.now(UTC))
-                usage = self.store.usage.pending
-                stale = anyio.current_time() - self._flushed_at > _USAGE_FLUSH_EVERY
-                if usage >= _USAGE_FLUSH_AT or (usage and stale):
-                    await self._flush_usage()
+            case FlushUsage():
+                await self._flush_usage()
                 return None
             case AdjustUsefulness(item_id, delta):
                 return await self._run(self.store.adjust_usefulness, item_id, delta)
@@ -346,10 +340,21 @@ class StorageActor(Actor[StorageRequest, object]):
         return cast(list[ContextItem], reply)
 
     def record_access(self, ids: Sequence[str]) -> bool:
-        """Count a retrieval of ``ids`` without waiting: the answer must not wait on
-        bookkeeping (nor on the usage flush it may trigger). The inbox keeps order, so a later
-        read through this actor sees the count. False when the actor could not take it."""
-        return self.tell(RecordAccess(tuple(ids)))
+        """Count a retrieval of ``ids`` without waiting: the counters are in memory (a dict
+        update, here on the event loop), so any later read sees them; writing them to the
+        table is queued once enough are pending or they are old. False when the store is
+        not serving."""
+        store = self._store
+        if store is None or self.health.state is not ActorState.RUNNING:
+            return False
+        store.record_access(ids, datetime.now(UTC))
+        pending = store.usage.pending
+        stale = anyio.current_time() - self._flushed_at > _USAGE_FLUSH_EVERY
+        if pending >= _USAGE_FLUSH_AT or (pending and stale):
+            # The next flush resets the clock; until then, do not queue one per retrieval.
+            self._flushed_at = anyio.current_time()
+            self.tell(FlushUsage())
+        return True
 
     async def adjust_usefulness(self, item_id: str, delta: float) -> float:
         reply = await self.call(AdjustUsefulness(item_id, delta), timeout=self.timeout)

@@ -31,10 +31,6 @@ class TextModel(Protocol):
     def embed(self, documents: list[str], batch_size: int) -> Iterable[NDArray[np.generic]]: ...
 
 
-# Requests of at most this many texts (queries) go to the single-threaded session.
-QUERY_TEXTS = 2
-
-
 class LocalEmbedder:
     """A loaded ONNX text-embedding model producing unit-length vectors.
 
@@ -58,10 +54,11 @@ class LocalEmbedder:
         self.model_id = model_id
         self.dimension = dimension
 
-    def embed(self, texts: Sequence[str], batch_size: int) -> Vectors:
-        """Embed ``texts`` in order; rows are L2-normalised float32 vectors."""
+    def embed(self, texts: Sequence[str], batch_size: int, *, query: bool = False) -> Vectors:
+        """Embed ``texts`` in order; rows are L2-normalised float32 vectors. ``query``
+        uses the query session (same vectors, no spinning threads)."""
         model = self._model
-        if self._query_model is not None and len(texts) <= QUERY_TEXTS:
+        if query and self._query_model is not None:
             model = self._query_model
         rows = list(model.embed(list(texts), batch_size=batch_size))
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), self.dimension)

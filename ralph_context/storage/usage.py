@@ -119,13 +119,21 @@ class UsageLedger:
     def flush(self) -> int:
         """Write pending changes (one upsert, one delete at most); returns rows written."""
         written = 0
+        # Counters change on the event loop while this runs in a worker thread: take the
+        # pending sets as they are now (later changes go to fresh ones) and put them back
+        # if the write fails.
         if self._forgotten:
-            where = ItemFilter(ids=tuple(sorted(self._forgotten))).to_sql()
+            forgotten, self._forgotten = self._forgotten, set()
+            where = ItemFilter(ids=tuple(sorted(forgotten))).to_sql()
             assert where is not None, "a non-empty id filter always renders"
-            self._table.delete(where)
-            self._forgotten.clear()
+            try:
+                self._table.delete(where)
+            except BaseException:
+                self._forgotten |= forgotten
+                raise
         if self._dirty:
-            ids = sorted(self._dirty)
+            dirty, self._dirty = self._dirty, set()
+            ids = sorted(dirty)
             rows = [
                 {
                     "id": item_id,
@@ -136,10 +144,13 @@ class UsageLedger:
                 for item_id in ids
             ]
             table = pa.Table.from_pylist(rows, schema=usage_schema())
-            self._table.merge_insert(
-                "id"
-            ).when_matched_update_all().when_not_matched_insert_all().execute(table)
-            self._dirty.clear()
+            try:
+                self._table.merge_insert(
+                    "id"
+                ).when_matched_update_all().when_not_matched_insert_all().execute(table)
+            except BaseException:
+                self._dirty |= dirty
+                raise
             written = len(rows)
         return written
 

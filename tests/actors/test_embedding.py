@@ -16,9 +16,11 @@ class CountingModel(LocalEmbedder):
         super().__init__(real._model, real.model_id, real.dimension)
         self.calls: list[int] = []
 
-    def embed(self, texts: list[str], batch_size: int) -> np.ndarray:  # type: ignore[override]
+    def embed(  # type: ignore[override]
+        self, texts: list[str], batch_size: int, *, query: bool = False
+    ) -> np.ndarray:
         self.calls.append(len(texts))
-        return super().embed(texts, batch_size)
+        return super().embed(texts, batch_size, query=query)
 
 
 async def test_concurrent_requests_share_batches_and_match_direct_embeddings(
