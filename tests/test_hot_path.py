@@ -11,7 +11,16 @@ import threading
 import anyio
 import numpy as np
 
-from ralph_context import ContextItem, ContextType, Engine, IterationResult, NewItem, Tier
+from ralph_context import (
+    ContextItem,
+    ContextState,
+    ContextType,
+    Engine,
+    IterationResult,
+    NewItem,
+    Tier,
+)
+from ralph_context.actors.storage import FlushUsage
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.storage.pack_space import PackSpace
 from tests.helpers import Loader, SettingsFactory
@@ -142,3 +151,32 @@ async def test_a_repeated_query_is_embedded_once(
             hits = embedding.cache_stats["hits"] - before
     assert hits == 1
     assert [i.item.id for i in first.items] == [i.item.id for i in second.items]
+
+
+async def test_rows_no_index_covers_make_compaction_due_before_the_write_cadence(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    """An update moves rows out of every index (each search then scans them): once enough
+    rows are added or rewritten, compaction runs though few writes were made, and folds
+    them back into the full-text index."""
+    settings = make_settings(storage={"optimize_every_writes": 1_000})
+    with anyio.fail_after(120):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            storage = engine._require_storage()
+            items = [
+                (ContextItem(content=f"note {n}", content_type=ContextType.OUTPUT), None)
+                for n in range(600)
+            ]
+            stored = await storage.add_items(items)
+            # 600 rows, one write: not yet due (the bar is 1,000 rows).
+            unindexed_before = storage.store.unindexed_rows
+            await storage.set_state([i.id for i in stored[:500]], ContextState.AGING)
+            # Compaction runs in the writer's lane right after it answered: a request
+            # through the same lane is served once it is done.
+            await storage.call(FlushUsage(), timeout=60)
+            unindexed_after = storage.store.unindexed_rows
+            index = next(i for i in storage.store.items.list_indices() if i.columns == ["content"])
+            fts = storage.store.items.index_stats(index.name)
+    assert unindexed_before == 600
+    assert unindexed_after == 0
+    assert fts.num_unindexed_rows == 0

@@ -71,6 +71,9 @@ _READERS = 8
 
 # Compaction runs even with requests in flight once this many cadences of writes are due.
 _OVERDUE = 4
+# Rows no index covers yet (added or rewritten since the last compaction) that make
+# compaction due: every search scans them, ~6 ms more per 1,000 at 100k items.
+_UNINDEXED_ROWS = 1_000
 
 # Errors the store raises for the data in a request (bad text or types), not for a lost
 # resource: the request is refused and the actor keeps serving.
@@ -528,9 +531,10 @@ class StorageActor(Actor[StorageRequest, object]):
         if self._store is None:
             return False
         cadence = self.settings.optimize_every_writes
-        if self._writes >= _OVERDUE * cadence:
+        unindexed = self.store.unindexed_rows
+        if self._writes >= _OVERDUE * cadence or unindexed >= _OVERDUE * _UNINDEXED_ROWS:
             return True
-        due = self._writes >= cadence or self.store.index_due()
+        due = self._writes >= cadence or unindexed >= _UNINDEXED_ROWS or self.store.index_due()
         return due and self.foreground.calm
 
     async def _maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
