@@ -160,6 +160,10 @@ class LifecycleSettings(_Section):
     prune_min_usefulness: float = Field(default=0.3, ge=0.0, le=1.0, allow_inf_nan=False)
     # A pass after every stored iteration; false leaves it to `run_lifecycle` / the tools.
     auto_run: bool = True
+    # How far past the store's latest iteration a recorded iteration may be: the lifecycle
+    # ages everything by that clock, so one call claiming iteration 10**9 would archive the
+    # whole store. A loop moves one at a time.
+    max_iteration_step: int = Field(default=1_000, ge=1)
     # A model id served by `inference` writes the summaries; None (or the model failing)
     # keeps the extractive ones, which need no language model.
     summarizer_model: str | None = Field(default=None, min_length=1)

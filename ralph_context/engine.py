@@ -331,9 +331,17 @@ class Engine:
         it by meaning; that item is returned.
 
         Raises:
-            InvalidInput: A text field is not valid text or too long.
+            InvalidInput: A text field is not valid text or too long, or the iteration is
+                more than ``lifecycle.max_iteration_step`` past the latest one.
             ActorUnavailable: The store is down.
         """
+        step = self.settings.lifecycle.max_iteration_step
+        if result.iteration > self._iteration + step:
+            raise InvalidInput(
+                f"iteration is {result.iteration}, more than {step} past the store's latest "
+                f"({self._iteration}); it must be at most {self._iteration + step} "
+                "(lifecycle.max_iteration_step: the lifecycle ages every item by this clock)"
+            )
         limit = self.settings.storage.max_content_bytes
         check_text(result.summary, name="summary", max_chars=limit)
         if result.error is not None:

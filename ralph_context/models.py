@@ -14,6 +14,9 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 __all__ = [
+    "MAX_COST",
+    "MAX_COUNT",
+    "MAX_ITERATION",
     "ContextItem",
     "ContextState",
     "ContextType",
@@ -90,17 +93,24 @@ class ContextItem(BaseModel):
     sequence: int | None = Field(default=None, ge=0)
 
 
+# Bounds of the numbers a client may send. Stored columns are 64-bit and JSON clients lose
+# precision past 2**53, so counts stop there; an iteration number past 2**31 is no loop's.
+MAX_ITERATION = 2**31 - 1
+MAX_COUNT = 2**53 - 1
+MAX_COST = 1e12
+
+
 class IterationResult(BaseModel):
     """What one iteration of the agent loop did, as the orchestrator reports it."""
 
     model_config = ConfigDict(frozen=True)
 
-    iteration: int = Field(ge=0)
+    iteration: int = Field(ge=0, le=MAX_ITERATION)
     success: bool
     summary: str
-    duration_ms: int = Field(default=0, ge=0)
-    tokens_used: int = Field(default=0, ge=0)
-    cost: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
+    duration_ms: int = Field(default=0, ge=0, le=MAX_COUNT)
+    tokens_used: int = Field(default=0, ge=0, le=MAX_COUNT)
+    cost: float = Field(default=0.0, ge=0.0, le=MAX_COST, allow_inf_nan=False)
     tool_calls: tuple[str, ...] = ()
     artifacts: tuple[str, ...] = ()
     error: str | None = None

@@ -24,6 +24,9 @@ from ralph_context.errors import (
 from ralph_context.models import ContextType, JsonValue
 
 __all__ = [
+    "MAX_METADATA_BYTES",
+    "MAX_METADATA_DEPTH",
+    "MAX_METADATA_KEYS",
     "MAX_TAGS",
     "MAX_TAG_LENGTH",
     "check_content",
@@ -39,6 +42,9 @@ __all__ = [
 
 MAX_TAGS = 64
 MAX_TAG_LENGTH = 200
+MAX_METADATA_BYTES = 16_384
+MAX_METADATA_DEPTH = 8
+MAX_METADATA_KEYS = 256
 _ALLOWED_TYPES = ", ".join(t.value for t in ContextType)
 
 
@@ -182,20 +188,57 @@ def check_item_id(value: object, *, name: str = "item_id") -> str:
 
 
 def check_metadata(metadata: object) -> dict[str, JsonValue]:
-    """A JSON object whose numbers are finite (NaN/inf cannot round-trip through JSON)."""
+    """A small JSON object: finite numbers (NaN/inf cannot round-trip through JSON), at most
+    :data:`MAX_METADATA_BYTES` as JSON, :data:`MAX_METADATA_DEPTH` levels and
+    :data:`MAX_METADATA_KEYS` keys in all. Metadata travels with every search answer: 10 MB
+    of it once made a search answer take 15 s and the next one time out."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
         raise InvalidMetadata(f"metadata must be an object/dict, got {type(metadata).__name__}")
-    for key in metadata:
-        if not isinstance(key, str):
-            raise InvalidMetadata(f"metadata keys must be strings, got {key!r}")
+    _check_shape(metadata)
     try:
         text = json.dumps(dict(metadata), allow_nan=False, ensure_ascii=False)
-        text.encode("utf-8")
+        size = len(text.encode("utf-8"))
     except ValueError as exc:
         raise InvalidMetadata(f"metadata must hold finite numbers and text only: {exc}") from None
     except TypeError as exc:
         raise InvalidMetadata(f"metadata must be JSON-serialisable: {exc}") from None
+    if size > MAX_METADATA_BYTES:
+        raise InvalidMetadata(
+            f"metadata is {size:,} bytes as JSON; the limit is {MAX_METADATA_BYTES:,} "
+            "(store large data as content, or keep a path to it)"
+        )
     loaded: dict[str, JsonValue] = json.loads(text)
     return loaded
+
+
+def _check_shape(metadata: Mapping[object, object]) -> None:
+    """Keys are strings; nesting and key count stay within the limits (checked before
+    serialising, so a hostile object costs a walk, not a dump)."""
+    keys = 0
+    level: list[object] = [metadata]
+    for depth in range(1, MAX_METADATA_DEPTH + 2):
+        if depth > MAX_METADATA_DEPTH:
+            if any(isinstance(v, Mapping | list | tuple) for v in level):
+                raise InvalidMetadata(
+                    f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep"
+                )
+            return
+        below: list[object] = []
+        for value in level:
+            if isinstance(value, Mapping):
+                for key in value:
+                    if not isinstance(key, str):
+                        raise InvalidMetadata(f"metadata keys must be strings, got {key!r}")
+                keys += len(value)
+                below.extend(value.values())
+            elif isinstance(value, list | tuple):
+                below.extend(value)
+        if keys > MAX_METADATA_KEYS:
+            raise InvalidMetadata(
+                f"metadata has more than {MAX_METADATA_KEYS} keys in all; keep it small"
+            )
+        if not below:
+            return
+        level = below

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -17,6 +18,9 @@ from ralph_context import (
     InvalidMetadata,
     InvalidScore,
     InvalidTags,
+    IterationResult,
+    StoreError,
+    Tier,
     UnknownContextType,
 )
 from tests.helpers import Loader, SettingsFactory
@@ -61,6 +65,34 @@ CASES: list[tuple[str, Call, type[InvalidInput], str]] = [
     ("max_items 51", lambda e: e.search("q", max_items=51), InvalidInput, "between 1 and 50"),
     ("empty query", lambda e: e.search("   "), EmptyContent, "query"),
     (
+        "far-future iteration",
+        lambda e: e.record_iteration(IterationResult(iteration=10**9, success=True, summary="x")),
+        InvalidInput,
+        "lifecycle.max_iteration_step",
+    ),
+    (
+        "metadata too large",
+        lambda e: e.store("ok", "output", metadata={"blob": "y" * 20_000}),
+        InvalidMetadata,
+        "the limit is 16,384",
+    ),
+    (
+        "metadata too deep",
+        lambda e: e.store(
+            "ok",
+            "output",
+            metadata={"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": {"i": 1}}}}}}}}},
+        ),
+        InvalidMetadata,
+        "nested more than 8",
+    ),
+    (
+        "metadata too many keys",
+        lambda e: e.store("ok", "output", metadata={f"k{n}": [{"x": n}] for n in range(200)}),
+        InvalidMetadata,
+        "more than 256 keys",
+    ),
+    (
         "type filter string",
         lambda e: e.search("q", context_types="error"),
         UnknownContextType,
@@ -91,3 +123,36 @@ async def test_bad_input_is_rejected_and_nothing_stored_changes(
     assert after.items == before.items == 1
     assert after.table_version == before.table_version
     assert still == kept
+
+
+async def test_a_value_the_store_cannot_hold_is_refused_and_the_actor_keeps_serving(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    """A number past its column's range that got by validation (here: built without it)
+    fails that one request; five of them once took the storage actor down for good."""
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            storage = engine._require_storage()
+            for _ in range(6):
+                with pytest.raises(StoreError, match="rejected"):
+                    await storage.add_iteration(
+                        IterationResult.model_construct(
+                            iteration=2**63,
+                            success=True,
+                            summary="x",
+                            duration_ms=0,
+                            tokens_used=0,
+                            cost=0.0,
+                            tool_calls=(),
+                            artifacts=(),
+                            error=None,
+                            created_at=datetime.now(UTC),
+                        )
+                    )
+            await engine.record_iteration(IterationResult(iteration=1, success=True, summary="ok"))
+            health = engine.health()
+            history = await engine.recent_iterations(5)
+    assert health.tier is Tier.SEMANTIC
+    assert health.actors["storage"].serving
+    assert health.actors["storage"].restarts == 0
+    assert [r.iteration for r in history] == [1]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import anyio
+import pyarrow as pa
 import structlog
 
 from ralph_context.config import StorageSettings
@@ -75,9 +76,10 @@ _OVERDUE = 4
 # compaction due: every search scans them, ~6 ms more per 1,000 at 100k items.
 _UNINDEXED_ROWS = 1_000
 
-# Errors the store raises for the data in a request (bad text or types), not for a lost
-# resource: the request is refused and the actor keeps serving.
-_REQUEST_ERRORS = (ValueError, TypeError, UnicodeError)
+# Errors the store raises for the data in a request (bad text or types, a number too large
+# for its column: pyarrow raises OverflowError), not for a lost resource: the request is
+# refused and the actor keeps serving. Five such numbers once took the actor down for good.
+_REQUEST_ERRORS = (ValueError, TypeError, UnicodeError, ArithmeticError, pa.ArrowException)
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,7 @@ def build_server(holder: EngineHolder) -> ContextServer:
     from ralph_context.packs import register_packs
     from ralph_context.server.prompts import register_prompts
     from ralph_context.server.resources import register_resources
+    from ralph_context.server.strict import close_arguments
     from ralph_context.server.tools import register_tools
 
     ensure_logging()
@@ -145,6 +146,7 @@ def build_server(holder: EngineHolder) -> ContextServer:
     )
     register_tools(server, holder)
     register_packs(server, holder)
+    close_arguments(server)
     register_resources(server, holder)
     register_prompts(server, holder)
     return server

@@ -12,12 +12,18 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from ralph_context import __version__
 from ralph_context.engine import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS, NewItem
 from ralph_context.errors import RalphContextError
-from ralph_context.models import IterationResult
+from ralph_context.models import (
+    MAX_COST,
+    MAX_COUNT,
+    MAX_ITERATION,
+    ContextType,
+    IterationResult,
+)
 from ralph_context.server.app import EngineHolder
 from ralph_context.server.schemas import (
     ContextAnswer,
@@ -32,11 +38,16 @@ from ralph_context.server.schemas import (
     Stored,
     StoredMany,
 )
+from ralph_context.server.strict import CLOSED
+from ralph_context.validation import MAX_TAGS
 
 __all__ = ["register_tools"]
 
 TypeName = Literal["task", "iteration", "skill", "file", "output", "error"]
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+Tags = Annotated[list[str] | None, Field(max_length=MAX_TAGS)]
+# Names and paths an iteration lists (tool_calls, artifacts), at most.
+MAX_LISTED = 1_000
 # Items per store_contexts call: ~10 s of embedding here, inside any client's timeout.
 MAX_BATCH = 1_000
 
@@ -44,11 +55,11 @@ MAX_BATCH = 1_000
 class ContextEntry(BaseModel):
     """One item of ``store_contexts`` (the arguments of ``store_context``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = CLOSED
 
     content: str
     context_type: TypeName
-    tags: list[str] | None = None
+    tags: Tags = None
     metadata: dict[str, Any] | None = None
 
 
@@ -79,7 +90,8 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
         ],
         max_items: Annotated[int, Field(ge=1, le=MAX_ITEMS)] = retrieval.max_items_per_query,
         context_types: Annotated[
-            list[TypeName] | None, Field(description="Only these types; default all.")
+            list[TypeName] | None,
+            Field(max_length=len(ContextType), description="Only these types; default all."),
         ] = None,
         min_score: Unit = retrieval.min_relevance_score,
         max_tokens: Annotated[
@@ -119,7 +131,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
 
     @server.tool(annotations=READ)
     async def get_skills(
-        tags: Annotated[list[str] | None, Field(description="Any of these tags.")] = None,
+        tags: Annotated[Tags, Field(description="Any of these tags.")] = None,
         min_score: Annotated[Unit, Field(description="Minimum usefulness.")] = 0.5,
     ) -> Skills:
         """Learned skills and strategies at or above a usefulness score, most useful first."""
@@ -130,7 +142,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     async def store_context(
         content: str,
         context_type: TypeName,
-        tags: list[str] | None = None,
+        tags: Tags = None,
         metadata: dict[str, Any] | None = None,
     ) -> Stored:
         """Store something worth remembering (embedded and indexed for retrieval)."""
@@ -157,14 +169,21 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
 
     @server.tool(annotations=WRITE)
     async def store_iteration_result(
-        iteration: Annotated[int, Field(ge=0)],
+        iteration: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=MAX_ITERATION,
+                description="At most lifecycle.max_iteration_step past the latest recorded.",
+            ),
+        ],
         summary: str,
         success: bool,
-        duration_ms: Annotated[int, Field(ge=0)] = 0,
-        tokens_used: Annotated[int, Field(ge=0)] = 0,
-        cost: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = 0.0,
-        tool_calls: list[str] | None = None,
-        artifacts: list[str] | None = None,
+        duration_ms: Annotated[int, Field(ge=0, le=MAX_COUNT)] = 0,
+        tokens_used: Annotated[int, Field(ge=0, le=MAX_COUNT)] = 0,
+        cost: Annotated[float, Field(ge=0.0, le=MAX_COST, allow_inf_nan=False)] = 0.0,
+        tool_calls: Annotated[list[str] | None, Field(max_length=MAX_LISTED)] = None,
+        artifacts: Annotated[list[str] | None, Field(max_length=MAX_LISTED)] = None,
         error: str | None = None,
     ) -> IterationStored:
         """Record what an iteration did; an error is also stored as an error item. Advances
@@ -193,7 +212,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     @server.tool(annotations=DESTROY)
     async def summarize_old_context(
         ctx: Context[Any, Any],
-        older_than_iterations: Annotated[int, Field(ge=0)] = 20,
+        older_than_iterations: Annotated[int, Field(ge=0, le=MAX_ITERATION)] = 20,
         dry_run: bool = False,
     ) -> LifecycleAnswer:
         """Replace old items' text with extractive summaries (originals kept in the archive,
