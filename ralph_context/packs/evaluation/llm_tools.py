@@ -14,6 +14,7 @@ from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
 from ralph_context.inference import Message
+from ralph_context.models import MAX_COUNT
 from ralph_context.packs.evaluation.judging import judge_messages, parse_verdict
 from ralph_context.packs.evaluation.react import (
     ReActIteration,
@@ -29,6 +30,7 @@ from ralph_context.packs.evaluation.variants import (
     variant_messages,
 )
 from ralph_context.server.app import EngineHolder
+from ralph_context.server.strict import CLOSED
 from ralph_context.server.tools import READ
 
 __all__ = ["register_llm_tools"]
@@ -40,9 +42,15 @@ ModelId = Annotated[str, Field(min_length=1, description="A model id from list_m
 Temperature = Annotated[float, Field(ge=0.0, le=2.0, allow_inf_nan=False)]
 MaxTokens = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
 Text = Annotated[str, Field(min_length=1, max_length=1_000_000)]
+# Lists a caller sends (messages, tools, a trace's steps), at most: a chat longer than this
+# is no evaluation, and each entry is walked.
+MAX_ENTRIES = 1_000
 Tools = Annotated[
     list[dict[str, Any]],
-    Field(description='OpenAI function definitions: {"type": "function", "function": {...}}.'),
+    Field(
+        max_length=MAX_ENTRIES,
+        description='OpenAI function definitions: {"type": "function", "function": {...}}.',
+    ),
 ]
 ResponseFormat = Annotated[
     dict[str, Any] | None,
@@ -64,11 +72,11 @@ Timeout = Annotated[
 class ChatMessage(BaseModel):
     """An OpenAI chat message, passed to the model as given."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = CLOSED
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, Any]] | None = Field(default=None, max_length=MAX_ENTRIES)
     tool_call_id: str | None = None
     name: str | None = None
 
@@ -124,13 +132,15 @@ def register_llm_tools(server: MCPServer, holder: EngineHolder) -> None:
     @server.tool(annotations=READ)
     async def complete(
         model_id: ModelId,
-        messages: Annotated[list[ChatMessage], Field(min_length=1)],
+        messages: Annotated[list[ChatMessage], Field(min_length=1, max_length=MAX_ENTRIES)],
         temperature: Temperature = 0.7,
         max_tokens: MaxTokens = 2048,
         timeout_seconds: Timeout = timeouts.complete,
         tools: Tools | None = None,
-        seed: int | None = None,
-        repeat_penalty: Annotated[float | None, Field(gt=0.0, allow_inf_nan=False)] = None,
+        seed: Annotated[int | None, Field(ge=0, le=MAX_COUNT)] = None,
+        repeat_penalty: Annotated[
+            float | None, Field(gt=0.0, le=100.0, allow_inf_nan=False)
+        ] = None,
         response_format: ResponseFormat = None,
     ) -> str:
         """One chat completion from model_id; returns the reply text. seed and
@@ -154,7 +164,7 @@ def register_llm_tools(server: MCPServer, holder: EngineHolder) -> None:
         model_id: ModelId,
         system_prompt: str,
         initial_message: str,
-        trace: list[ReActIteration],
+        trace: Annotated[list[ReActIteration], Field(max_length=MAX_ENTRIES)],
         mock_tools: Annotated[
             dict[str, dict[str, str]] | None,
             Field(
@@ -163,7 +173,7 @@ def register_llm_tools(server: MCPServer, holder: EngineHolder) -> None:
             ),
         ],
         tools: Tools,
-        call_counter: Annotated[int, Field(ge=0)] = 0,
+        call_counter: Annotated[int, Field(ge=0, le=MAX_COUNT)] = 0,
         temperature: Temperature = 0.0,
         max_tokens: MaxTokens = 2048,
         timeout_seconds: Timeout = timeouts.react_step,
@@ -222,8 +232,9 @@ def register_llm_tools(server: MCPServer, holder: EngineHolder) -> None:
         dimensions: Annotated[
             list[str] | None,
             Field(
+                max_length=len(DIMENSIONS),
                 description=f"Any of: {', '.join(DIMENSIONS)}; "
-                f"default {', '.join(DEFAULT_DIMENSIONS)}."
+                f"default {', '.join(DEFAULT_DIMENSIONS)}.",
             ),
         ] = None,
         temperature: Temperature = 0.3,

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, Field, JsonValue
 
 from ralph_context.inference import Completion, Message, ToolCall
+from ralph_context.models import MAX_COUNT, MAX_ITERATION
 
 __all__ = [
     "DONE",
@@ -55,12 +56,12 @@ class TraceCall(BaseModel):
 class ReActIteration(BaseModel):
     """One tool call of the trace and what it returned."""
 
-    iteration: int
+    iteration: int = Field(ge=0, le=MAX_ITERATION)
     tool_call: TraceCall
     observation: str
     success: bool
     thought: str | None = None
-    latency_ms: float = 0.0
+    latency_ms: float = Field(default=0.0, ge=0.0, le=MAX_COUNT, allow_inf_nan=False)
 
 
 class DoneEntry(BaseModel):

@@ -28,12 +28,14 @@ from ralph_context.packs.project.schemas import (
 )
 from ralph_context.server.app import EngineHolder
 from ralph_context.server.tools import READ, WRITE
+from ralph_context.validation import MAX_TAGS
 
 __all__ = ["register_project_memory"]
 
 ProjectId = Annotated[str | None, Field(description="Only this project (its id).")]
 Tags = Annotated[
-    list[str] | None, Field(description="Learnings with ANY of these tags; see list_tags.")
+    list[str] | None,
+    Field(max_length=MAX_TAGS, description="Learnings with ANY of these tags; see list_tags."),
 ]
 
 
@@ -97,7 +99,9 @@ def register_project_memory(server: MCPServer, holder: EngineHolder) -> None:
         title: Annotated[str, Field(description="One line naming the lesson.")],
         problem: Annotated[str, Field(description="What went wrong or was hard.")],
         solution: Annotated[str, Field(description="What worked, so next time is quicker.")],
-        tags: Annotated[list[str] | None, Field(description="Tags to find it by.")] = None,
+        tags: Annotated[
+            list[str] | None, Field(max_length=MAX_TAGS, description="Tags to find it by.")
+        ] = None,
         project_id: Annotated[str | None, Field(description="The project it belongs to.")] = None,
         cycle_id: Annotated[
             str | None, Field(description="The cycle it came from (implies its project).")
@@ -131,7 +135,7 @@ def register_project_memory(server: MCPServer, holder: EngineHolder) -> None:
             str | None, Field(description="The repository it lives in (one project per path).")
         ] = None,
         tech_stack: Annotated[
-            list[str] | dict[str, Any] | None,
+            Annotated[list[str], Field(max_length=MAX_TAGS)] | dict[str, Any] | None,
             Field(description="Replaces the stored stack: a list of names or an object."),
         ] = None,
         active_cycle: Annotated[

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ralph_context.models import MAX_COUNT
 from ralph_context.packs.prompts.metrics import PromptMetrics
 from ralph_context.packs.prompts.rewrite import Rewrite
 from ralph_context.packs.prompts.store import PromptMatch, SessionState
@@ -37,8 +38,8 @@ class Outcome(_Strict):
     """How one execution of the prompt went."""
 
     success: bool
-    latency_ms: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
-    output_tokens: int | None = Field(default=None, ge=0)
+    latency_ms: float | None = Field(default=None, ge=0.0, le=MAX_COUNT, allow_inf_nan=False)
+    output_tokens: int | None = Field(default=None, ge=0, le=MAX_COUNT)
     quality_score: float | None = _Unit
 
 
@@ -49,7 +50,7 @@ class UserFeedback(_Strict):
 
 class CurrentPerformance(_Strict):
     success_rate: float | None = _Unit
-    avg_latency_ms: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
+    avg_latency_ms: float | None = Field(default=None, ge=0.0, le=MAX_COUNT, allow_inf_nan=False)
     token_efficiency: float | None = _Unit
 
 

@@ -34,7 +34,7 @@ from ralph_context.packs.prompts.store import Feedback
 from ralph_context.packs.prompts.suggest import Focus
 from ralph_context.server.app import EngineHolder
 from ralph_context.server.tools import READ, WRITE
-from ralph_context.validation import check_tags
+from ralph_context.validation import MAX_TAGS, check_tags
 
 __all__ = ["register_prompt_learning"]
 
@@ -82,7 +82,7 @@ def register_prompt_learning(server: MCPServer, holder: EngineHolder) -> None:
         domain: Label | None = None,
         user_feedback: UserFeedback | None = None,
         task_type: Label | None = None,
-        tags: list[str] | None = None,
+        tags: Annotated[list[str] | None, Field(max_length=MAX_TAGS)] = None,
         session_id: Annotated[
             Label | None, Field(description="Advance this session's state too.")
         ] = None,
@@ -164,7 +164,7 @@ def register_prompt_learning(server: MCPServer, holder: EngineHolder) -> None:
     async def get_analytics(
         domain: Label | None = None,
         time_range: TimeRange = "30d",
-        metrics: Annotated[list[Metric] | None, Field(min_length=1)] = None,
+        metrics: Annotated[list[Metric] | None, Field(min_length=1, max_length=16)] = None,
     ) -> AnalyticsAnswer:
         """Prompt performance over a time range: totals, trend, per domain, and the
         success rate of prompts showing each structural pattern."""
