@@ -3,6 +3,7 @@ query), shared by the context store and the tool packs' tables."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -20,8 +21,13 @@ def partitions(rows: int) -> int:
 
 
 def probes(rows: int) -> int:
-    """Partitions a query visits: an eighth of them, at least 8."""
-    return max(8, partitions(rows) // 8)
+    """Partitions a query visits: the square root of their number, at least 8 (8 at 100k).
+
+    An eighth of them cost too much on large tables: at 1M (666 partitions) 83 probes
+    answered top-40 in 49 ms p50 here, 24 in 27 ms, and still found 99.3% of the exact
+    top 10 (83: 100%, 8: 93%); retrieval re-ranks the candidates by exact cosine anyway.
+    """
+    return max(8, math.isqrt(partitions(rows)))
 
 
 def vector_matrix(column: Any, dimension: int) -> Vectors:
