@@ -25,8 +25,11 @@ from lancedb.index import IvfSq
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
+from ralph_context.storage import reads
 from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.index_merge import merge_deltas
 from ralph_context.storage.schema import item_from_row, item_to_row, items_schema
+from ralph_context.storage.upkeep import tidy
 from ralph_context.storage.vectors import partitions, probes, vector_matrix
 
 __all__ = ["ARCHIVES", "ArchiveStore", "ArchivedItem"]
@@ -66,7 +69,14 @@ class ArchiveStore:
         self._db = lancedb.connect(uri, storage_options=options)
         # Until something is archived, a search of the archive is skipped without a call.
         self._open: dict[str, Any] = {}
-        self.empty = not self.tables()
+        # Month tables and their row counts, kept by this process's writes (the store's only
+        # writer): listing tables and counting rows cost a hand-off each, on every search.
+        self._names = sorted(n for n in self._db.list_tables().tables if _MONTH.match(n))
+        self._rows: dict[str, int] = {}
+        # Per month table: rows at its last optimize, and rows in its vector index's deltas.
+        self._optimized_rows: dict[str, int] = {}
+        self._delta_rows: dict[str, int] = {}
+        self.empty = not self._names
 
     def _table(self, name: str) -> Any:
         """An open month table, opened once (opening costs a manifest read per call) and
@@ -78,7 +88,15 @@ class ArchiveStore:
 
     def tables(self) -> list[str]:
         """Month tables, oldest first."""
-        return sorted(name for name in self._db.list_tables().tables if _MONTH.match(name))
+        return list(self._names)
+
+    def _count(self, name: str) -> int:
+        """Rows in a month table (counted once, then kept by :meth:`put` and
+        :meth:`delete`)."""
+        count = self._rows.get(name)
+        if count is None:
+            count = self._rows[name] = int(self._table(name).count_rows())
+        return count
 
     def put(
         self,
@@ -104,9 +122,13 @@ class ArchiveStore:
         table = self._open.get(name)
         if table is None:
             table = self._open[name] = self._db.create_table(name, schema=schema, exist_ok=True)
+        if name not in self._names:
+            self._names = sorted([*self._names, name])
         self.empty = False
         # The table's own schema: a month table from before a column was added lacks it.
         table.add(pa.Table.from_pylist(rows, schema=table.schema))
+        if name in self._rows:
+            self._rows[name] += len(rows)
 
     def get(self, ids: Sequence[str], reason: Reason | None = None) -> list[ArchivedItem]:
         """Archived rows for these ids (newest month first when an id appears twice)."""
@@ -116,7 +138,7 @@ class ArchiveStore:
         found: list[ArchivedItem] = []
         for name in reversed(self.tables()):
             table = self._table(name)
-            rows = table.search().where(where).limit(None).to_arrow()
+            rows = reads.rows_where(table, where, None)
             found.extend(_archived(row, name) for row in rows.drop_columns(["vector"]).to_pylist())
         if reason is not None:
             found = [entry for entry in found if entry.reason == reason]
@@ -137,9 +159,9 @@ class ArchiveStore:
         probe = query.astype(np.float32)
         for name in self.tables():
             table = self._table(name)
-            search: Any = table.search(probe, vector_column_name="vector")
-            search = search.distance_type("cosine").nprobes(probes(int(table.count_rows())))
-            rows = search.where(condition, prefilter=True).limit(limit).to_arrow()
+            rows = reads.vector_rows(
+                table, probe, limit, where=condition, nprobes=probes(self._count(name))
+            )
             if rows.num_rows == 0:
                 continue
             vectors = vector_matrix(rows.column("vector"), self.dimension)
@@ -187,6 +209,7 @@ class ArchiveStore:
             if count:
                 table.delete(where)
                 deleted += count
+                self._rows.pop(name, None)
         return deleted
 
     def count(self) -> int:
@@ -197,21 +220,34 @@ class ArchiveStore:
         return total
 
     def optimize(
-        self, retention: timedelta, *, delete_unverified: bool = False, index_from: int = 5_000
+        self,
+        retention: timedelta | None,
+        *,
+        delete_unverified: bool = False,
+        index_from: int = 5_000,
     ) -> None:
-        """Compact every month table, and give one with ``index_from`` vectors or more a
-        vector index: a loop archives most of what it stores, and an archive of 100k items
-        scanned exactly on every weak query cost more than the hot search itself."""
+        """Compact every month table (and with ``retention``, drop versions older than
+        that), and give one with ``index_from`` vectors or more a vector index: a loop
+        archives most of what it stores, and an archive of 100k items scanned exactly on
+        every weak query cost more than the hot search itself."""
         for name in self.tables():
             table = self._table(name)
-            table.optimize(cleanup_older_than=retention, delete_unverified=delete_unverified)
-            indexed = any(index.columns == ["vector"] for index in table.list_indices())
             rows = int(table.count_rows())
-            if not indexed and rows >= index_from:
+            indexed = any(index.columns == ["vector"] for index in table.list_indices())
+            added = rows - self._optimized_rows.get(name, rows)
+            if added or retention is not None or name not in self._optimized_rows:
+                tidy(table, cleanup_older_than=retention, delete_unverified=delete_unverified)
+            if indexed:
+                # Each optimize adds a delta to the index (see index_merge).
+                deltas = self._delta_rows.get(name, 0) + max(0, added)
+                self._delta_rows[name] = merge_deltas(table, deltas)
+            elif rows >= index_from:
                 table.create_index(
                     "vector",
                     config=IvfSq(distance_type="cosine", num_partitions=partitions(rows)),
                 )
+                self._delta_rows[name] = 0
+            self._optimized_rows[name] = rows
 
 
 def _ids(ids: Sequence[str]) -> str:

@@ -13,7 +13,9 @@ Why the details below:
 
 from __future__ import annotations
 
+import math
 import os
+import time
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -28,14 +30,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
 from lancedb.index import FTS, Bitmap, BTree, IvfSq, LabelList
-from lancedb.query import MatchQuery
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ItemNotFound, ModelMismatch
 from ralph_context.models import ContextItem, ContextState, ContextType, IterationResult
-from ralph_context.storage import threads
+from ralph_context.storage import reads, threads
 from ralph_context.storage.archive import ArchivedItem, ArchiveStore
 from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.index_merge import merge_deltas
 from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.schema import (
@@ -48,6 +50,7 @@ from ralph_context.storage.schema import (
     iteration_to_row,
     iterations_schema,
 )
+from ralph_context.storage.upkeep import tidy
 from ralph_context.storage.usage import USAGE, UsageLedger, usage_schema
 from ralph_context.storage.vectors import partitions, probes, vector_list, vector_matrix
 
@@ -56,6 +59,11 @@ __all__ = ["AgeRow", "LanceStore", "MaintenanceReport", "StoreStats"]
 log = structlog.get_logger("ralph_context.storage")
 # LanceDB names an index "<column>_idx".
 _VECTOR_INDEX = "vector_idx"
+_TEXT_INDEX = "content_idx"
+# The full-text index takes in new rows once this many (or a sixteenth of a small table)
+# are outside it: each costs every full-text query ~7 µs meanwhile (8,000 rows: 5 -> 60 ms
+# at 100k items), and each refresh rewrites the whole index.
+_TEXT_BATCH = 256
 
 STORAGE_OPTIONS = {"new_table_data_storage_version": "2.1"}
 # Filters on type/state/tags/id and the text tier; built when missing (new or rewritten table).
@@ -160,6 +168,11 @@ class LanceStore:
         # index covers them, so every search scans them (8,000 aged rows cost a full-text
         # query 5 -> 60 ms at 100k); maintenance folds them in.
         self.unindexed_rows = 0
+        # Rows in the vector index's deltas rather than its base (see index_merge), rows
+        # outside the full-text index, and when old versions were last cleaned up.
+        self._delta_rows = 0
+        self._text_pending = 0
+        self._cleaned_at = -math.inf
         self._next_sequence = threads.last_place(self.items) + 1
         # Written only now that the table agreed with the model: a refused open changes nothing.
         if self.model_id is not None and (recorded is None or recorded.model_id is None):
@@ -214,33 +227,29 @@ class LanceStore:
         if not ids:
             return []
         where = ItemFilter(ids=tuple(ids)).to_sql()
-        rows = self.items.search().where(where).limit(len(ids)).to_arrow().to_pylist()
+        rows = reads.rows_where(self.items, where, len(ids)).to_pylist()
         by_id = {row["id"]: self._item(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
     def list_items(self, where: ItemFilter, limit: int) -> list[ContextItem]:
         """Items matching a filter, unordered, at most ``limit``."""
-        query = self.items.search()
-        sql = where.to_sql()
-        if sql:
-            query = query.where(sql)
-        return [self._item(r) for r in query.limit(limit).to_arrow().to_pylist()]
+        rows = reads.rows_where(self.items, where.to_sql(), limit).to_pylist()
+        return [self._item(r) for r in rows]
 
     def vector_search(
         self, query: Vectors, limit: int, where: ItemFilter
     ) -> list[tuple[ContextItem, float, Vectors]]:
         """Nearest items by cosine similarity, best first, with their vectors."""
-        search = self.items.search(query.astype(np.float32), vector_column_name="vector")
-        search = search.distance_type("cosine").limit(limit)
-        sql = where.to_sql()
-        if sql:
-            search = search.where(sql, prefilter=True)
-        if self.has_vector_index():
-            # No refine_factor: candidates are re-ranked below by exact cosine anyway.
-            search = search.nprobes(self._nprobes)
-        # Rows without a vector never reach the vector search, so no IS NOT NULL filter
-        # (it costs ~2 ms a query); the null check below is only a guard.
-        table = search.to_arrow()
+        # No refine_factor: candidates are re-ranked below by exact cosine anyway. Rows
+        # without a vector never reach the vector search, so no IS NOT NULL filter (it costs
+        # ~2 ms a query); the null check below is only a guard.
+        table = reads.vector_rows(
+            self.items,
+            query,
+            limit,
+            where=where.to_sql(),
+            nprobes=self._nprobes if self.has_vector_index() else None,
+        )
         vectors_column = table.column("vector")
         if table.num_rows == 0 or vectors_column.null_count:
             table = table.filter(pc.is_valid(vectors_column))
@@ -260,7 +269,7 @@ class LanceStore:
         narrowed, places = threads.neighbour_filter(items, where)
         if not places:
             return []
-        table = self.items.search().where(narrowed.to_sql()).limit(places).to_arrow()
+        table = reads.rows_where(self.items, narrowed.to_sql(), places)
         vectors = vector_list(table.column("vector"), self.dimension)
         found = [
             (self._item(row), vector)
@@ -273,13 +282,7 @@ class LanceStore:
     ) -> list[tuple[ContextItem, float, Vectors | None]]:
         """Full-text (BM25) matches, best first, with their raw scores and vectors (``None``
         for items stored while no model was loaded)."""
-        # MatchQuery is a pydantic dataclass whose defaults mypy cannot see.
-        match = MatchQuery(text, "content")  # type: ignore[call-arg]
-        search = self.items.search(match, query_type="fts").limit(limit)
-        sql = where.to_sql()
-        if sql:
-            search = search.where(sql, prefilter=True)
-        table = search.to_arrow()
+        table = reads.text_rows(self.items, text, "content", limit, where=where.to_sql())
         vectors = vector_list(table.column("vector"), self.dimension)
         rows = table.drop_columns(["vector"]).to_pylist()
         return [
@@ -548,23 +551,46 @@ class LanceStore:
         # The running count (kept by every write): recounting read every vector's validity,
         # ~130 ms at 100k items on each maintenance.
         vectors = self._vector_rows
+        folded = self.unindexed_rows
         if self.index_due():
             self._build_vector_index(vectors)
             built = True
+            self._delta_rows, folded = 0, 0
         self.flush_usage()
-        before = len(self.items.list_versions())
+        now = time.monotonic()
         retention = timedelta(0) if reclaim else self.version_retention
+        # Old versions go once per retention window (listing a table's files cost 0.17 s at
+        # 57k items, on every maintenance), or at once when asked to reclaim space.
+        cleanup = reclaim or now - self._cleaned_at >= retention.total_seconds()
+        # The full-text index is rewritten whole to take in new rows (0.14-0.19 s at 57k):
+        # it waits until enough rows are outside it, which a query scans meanwhile.
+        self._text_pending += folded
+        text_due = built or self._text_pending >= min(_TEXT_BATCH, self._vector_rows // 16 + 1)
+        before = len(self.items.list_versions()) if cleanup else 0
         with warnings.catch_warnings():
             # Lance warns that readers of old versions would fail: this process is the only
             # writer, and reclaiming is only asked for when the store is over its size limit.
             warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
             for table in (self.items, self.iterations, self.usage.table):
-                table.optimize(cleanup_older_than=retention, delete_unverified=reclaim)
+                tidy(
+                    table,
+                    skip_indexes=() if text_due or table is not self.items else (_TEXT_INDEX,),
+                    cleanup_older_than=retention if cleanup else None,
+                    delete_unverified=reclaim,
+                )
             self.archive.optimize(
-                retention, delete_unverified=reclaim, index_from=self.vector_index_min_rows
+                retention if cleanup else None,
+                delete_unverified=reclaim,
+                index_from=self.vector_index_min_rows,
             )
+        if text_due:
+            self._text_pending = 0
+        if cleanup:
+            self._cleaned_at = now
+        if self._vector_index and not built:
+            self._delta_rows = merge_deltas(self.items, self._delta_rows + folded)
         self.unindexed_rows = 0
-        removed = max(0, before - len(self.items.list_versions()))
+        removed = max(0, before - len(self.items.list_versions())) if cleanup else 0
         if self._vector_index:
             self._nprobes = probes(vectors)
         log.info("store_maintained", vector_index_built=built, versions_removed=removed)

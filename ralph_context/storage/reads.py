@@ -1,0 +1,104 @@
+"""Read queries in one hop: each query built and run on LanceDB's async table at once.
+
+LanceDB's synchronous ``LanceTable`` runs every step of a query on its background event loop
+and waits for it: ``search()`` fetches the schema, ``to_arrow()`` fetches it again (twice,
+to look for blob columns this store does not have), then runs the query. Each wait is a
+thread hand-off, and on two busy cores each costs far more than the work it waits for:
+measured at 100k items, vector top-40 took 9.1 ms that way and 6.5 ms in one hop,
+full-text top-20 4.6 and 3.5 ms, and a search makes three to five such queries. Writes stay
+on the synchronous API (they are rare, batched and off the request path).
+
+The async table is the one behind the synchronous handle (not a second handle), so reads
+see every write made through it at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from lancedb.background_loop import LOOP
+from lancedb.query import MatchQuery
+from lancedb.table import AsyncTable
+
+from ralph_context.embeddings.local import Vectors
+
+__all__ = ["async_table", "rows_where", "text_rows", "vector_rows"]
+
+
+def async_table(table: Any) -> AsyncTable:
+    """The async table behind a synchronous ``LanceTable`` (LanceDB keeps it as
+    ``_table``; the version is pinned below 0.41 and a test holds this to it)."""
+    inner = getattr(table, "_table", None)
+    if not isinstance(inner, AsyncTable):
+        raise TypeError(f"{type(table).__name__} has no async table behind it")
+    return inner
+
+
+def _run(query: Coroutine[Any, Any, pa.Table]) -> pa.Table:
+    result: pa.Table = LOOP.run(query)  # type: ignore[no-untyped-call]
+    return result
+
+
+def vector_rows(
+    table: Any,
+    vector: Vectors,
+    limit: int,
+    *,
+    where: str | None = None,
+    nprobes: int | None = None,
+    columns: Sequence[str] | None = None,
+) -> pa.Table:
+    """The ``limit`` rows nearest to ``vector`` by cosine (prefiltered by ``where``), with
+    ``_distance``; ``nprobes`` only when the table has a vector index."""
+    query = (
+        async_table(table)
+        .query()
+        .nearest_to(vector.astype(np.float32))
+        .column("vector")
+        .distance_type("cosine")
+        .limit(limit)
+    )
+    if nprobes is not None:
+        query = query.nprobes(nprobes)
+    if where:
+        query = query.where(where)
+    if columns is not None:
+        query = query.select([*columns, "_distance"])
+    return _run(query.to_arrow())
+
+
+def text_rows(
+    table: Any,
+    text: str,
+    column: str,
+    limit: int,
+    *,
+    where: str | None = None,
+    columns: Sequence[str] | None = None,
+) -> pa.Table:
+    """The ``limit`` best full-text (BM25) matches of ``text`` in ``column`` (prefiltered by
+    ``where``), with ``_score``; words are OR-ed, as LanceDB's match query does."""
+    match = MatchQuery(text, column)  # type: ignore[call-arg]  # pydantic dataclass defaults
+    query = async_table(table).query().nearest_to_text(match).limit(limit)
+    if where:
+        query = query.where(where)
+    if columns is not None:
+        query = query.select([*columns, "_score"])
+    return _run(query.to_arrow())
+
+
+def rows_where(
+    table: Any, where: str | None, limit: int | None, *, columns: Sequence[str] | None = None
+) -> pa.Table:
+    """Rows matching ``where`` (all rows when ``None``), at most ``limit`` (``None``: all)."""
+    query = async_table(table).query()
+    if where:
+        query = query.where(where)
+    if limit is not None:
+        query = query.limit(limit)
+    if columns is not None:
+        query = query.select(list(columns))
+    return _run(query.to_arrow())
