@@ -8,7 +8,8 @@ had 59 deltas (58 of ~5 rows each) and the hook's retrieval took p50 56 / p99 10
 100k a vector query costs 4.3 ms with one piece, 8.4 ms with six.
 
 Lance itself merges deltas (``optimize_indices(num_indices_to_merge=N)``); ``pylance`` (the
-same Lance version LanceDB is built on) does it in tens of milliseconds, where rebuilding the
+same Lance version LanceDB is built on, in the low-priority upkeep process) does it in tens
+of milliseconds, where rebuilding the
 index takes seconds (4.8 s at 100k on two cores). The policy is a small log-structured merge:
 the deltas are merged into one as soon as there are two (cheap: they are small), and into the
 base too once they hold a tenth of its rows (a rewrite of the whole index, rare).
@@ -19,6 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
+
+from ralph_context.storage.upkeep import in_memory
+from ralph_context.storage.upkeep_worker import worker
 
 __all__ = ["INDEX", "merge_deltas"]
 
@@ -37,8 +41,7 @@ def merge_deltas(table: Any, delta_rows: int) -> int:
     folded in since the last full merge). A table in memory (``memory://``, not shared with
     pylance) or without a vector index is left as it is.
     """
-    uri = str(getattr(table, "uri", ""))
-    if not uri or uri.startswith("memory://"):
+    if in_memory(table):
         return delta_rows
     stats = table.index_stats(INDEX)
     if stats is None or stats.num_indices <= 1:
@@ -48,9 +51,9 @@ def merge_deltas(table: Any, delta_rows: int) -> int:
     merged = stats.num_indices if full else stats.num_indices - 1
     if merged < 2:
         return delta_rows
-    import lance  # pylance: ~0.3 s to import, and only maintenance needs it
-
-    lance.dataset(uri).optimize.optimize_indices(num_indices_to_merge=merged, index_names=[INDEX])
+    worker().run(
+        {"op": "optimize_indices", "uri": str(table.uri), "names": [INDEX], "merge": merged}
+    )
     # LanceDB's handle does not look for commits made by another library: reload it.
     table.checkout_latest()
     log.info("vector_index_merged", pieces=stats.num_indices, merged=merged, full=full)

@@ -8,8 +8,9 @@ table). A loop maintained every 25 writes spent 64 of its 90 seconds there, and 
 competed with the loop's searches for the two cores. Here compaction and the cheap indexes
 run every time; the caller decides when the full-text index and the cleanup are due.
 
-Lance's own binding (``pylance``, at the version LanceDB is built on) runs the parts; a
-table in memory (``memory://``, which pylance cannot reach) gets LanceDB's ``optimize()``.
+Lance's own binding (``pylance``, at the version LanceDB is built on) runs the parts, in a
+process of the lowest priority (``upkeep_worker``); a table in memory (``memory://``, which
+pylance cannot reach) gets LanceDB's ``optimize()``.
 """
 
 from __future__ import annotations
@@ -18,13 +19,9 @@ from collections.abc import Collection
 from datetime import timedelta
 from typing import Any
 
-__all__ = ["DELETIONS_THRESHOLD", "in_memory", "tidy"]
+from ralph_context.storage.upkeep_worker import worker
 
-# A file is rewritten without its deleted rows once this share of them is deleted (Lance's
-# default is 10%). A mass archive deletes a store's rows 128 at a time: at 10% the hot
-# table's big files were rewritten again and again (compaction p99 1.45 s at 57k items),
-# while a deleted row costs a read next to nothing (its index entries are skipped).
-DELETIONS_THRESHOLD = 0.5
+__all__ = ["in_memory", "tidy"]
 
 
 def in_memory(table: Any) -> bool:
@@ -40,22 +37,31 @@ def tidy(
     cleanup_older_than: timedelta | None = None,
     delete_unverified: bool = False,
 ) -> None:
-    """Compact ``table``'s small files, fold new and moved rows into its indexes (but those
-    named in ``skip_indexes``) and, with ``cleanup_older_than``, delete versions older than
-    that. LanceDB's handle is reloaded afterwards: it does not look for another library's
-    commits by itself."""
+    """Compact ``table``'s small files (a file is rewritten without its deleted rows once
+    half of them are: a mass archive deletes 128 at a time, and at Lance's default of 10%
+    the hot table's big files were rewritten again and again, p99 1.45 s at 57k items),
+    fold new and moved rows into its indexes (but those named in ``skip_indexes``) and,
+    with ``cleanup_older_than``, delete versions older than that.
+
+    The work runs in the low-priority upkeep process (``upkeep_worker``); LanceDB's handle
+    is reloaded afterwards, as it does not look for commits made elsewhere.
+    """
     if in_memory(table):
         table.optimize(cleanup_older_than=cleanup_older_than, delete_unverified=delete_unverified)
         return
-    import lance  # pylance: ~0.3 s to import, and only maintenance needs it
-
     uri = str(table.uri)
-    lance.dataset(uri).optimize.compact_files(materialize_deletions_threshold=DELETIONS_THRESHOLD)
+    upkeep = worker()
+    upkeep.run({"op": "compact", "uri": uri})
     names = [index.name for index in table.list_indices() if index.name not in skip_indexes]
     if names:
-        lance.dataset(uri).optimize.optimize_indices(index_names=names)
+        upkeep.run({"op": "optimize_indices", "uri": uri, "names": names})
     if cleanup_older_than is not None:
-        lance.dataset(uri).cleanup_old_versions(
-            older_than=cleanup_older_than, delete_unverified=delete_unverified
+        upkeep.run(
+            {
+                "op": "cleanup",
+                "uri": uri,
+                "older_than_seconds": cleanup_older_than.total_seconds(),
+                "delete_unverified": delete_unverified,
+            }
         )
     table.checkout_latest()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ModelMismatch
 from ralph_context.models import ContextItem, ContextType, IterationResult
-from ralph_context.storage import reads
+from ralph_context.storage import reads, upkeep_worker
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
 from tests.helpers import unit
@@ -217,3 +218,24 @@ def test_reads_use_the_async_table_behind_the_writers_handle(tmp_path: Path) -> 
     written = item("written just now")
     store.add_items([(written, unit(0, 1, 0, 0))])
     assert [i.id for i in store.get_items([written.id])] == [written.id]
+
+
+def test_upkeep_runs_in_a_lowest_priority_process_that_can_be_lost(tmp_path: Path) -> None:
+    """Compaction and index work run niced in a child, so searches get the cores first;
+    a child that dies costs nothing but its priority (the next operation starts another)."""
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    store.add_items(_random_items(np.random.default_rng(3), 40, "a"))
+    store.maintain()
+    child = upkeep_worker.worker()._process
+    assert child is not None and child.poll() is None
+    if hasattr(os, "getpriority"):
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == upkeep_worker.NICENESS
+    child.kill()
+    child.wait()
+    late = item("written after the upkeep process died")
+    store.add_items([(late, unit(0, 0, 1, 0))])
+    store.maintain()
+    assert store.items.index_stats("id_idx").num_unindexed_rows == 0
+    assert [i.id for i in store.get_items([late.id])] == [late.id]
+    with pytest.raises(RuntimeError, match="unknown upkeep operation"):
+        upkeep_worker.worker().run({"op": "nonsense", "uri": str(store.items.uri)})

@@ -1,0 +1,186 @@
+"""Table upkeep at the lowest CPU priority: a child process the writer hands Lance's
+maintenance operations to, one at a time, and waits for.
+
+Compaction and index refreshes are CPU-bound Rust running on Lance's thread pools; in the
+writer's process they ran on the same pools, at the same priority, as the searches they were
+meant to give way to (a loop's retrieval took p50 56 / p99 101 ms at 100k items while
+maintenance ran beside it, against ~22 / 32 ms without). In a child started with ``nice
+19`` the kernel hands the cores to the searches first; the child only uses what they leave.
+
+The child is not a second writer: the writer's storage actor sends one operation, waits for
+its answer and writes nothing meanwhile (its writes queue in its inbox). Each operation opens
+the dataset at its latest version and commits through Lance's own protocol; the writer then
+reloads its LanceDB handle. If the child cannot be started or dies, the operation runs in the
+writer's process instead (the same code, at normal priority).
+
+Protocol: one JSON object per line each way. Request ``{"op": ..., "uri": ..., ...}``;
+answer ``{"ok": true}`` or ``{"error": "..."}``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import subprocess
+import sys
+import threading
+from datetime import timedelta
+from typing import IO, Any
+
+import structlog
+
+__all__ = ["NICENESS", "UpkeepWorker", "main", "run_operation", "worker"]
+
+log = structlog.get_logger("ralph_context.storage")
+
+# The lowest priority a process can give itself on Linux and macOS.
+NICENESS = 19
+# A share of deleted rows past which compaction rewrites a file without them (see upkeep).
+_DELETIONS_THRESHOLD = 0.5
+
+
+def run_operation(request: dict[str, Any]) -> None:
+    """Run one upkeep operation on the dataset at ``request["uri"]`` (in whichever process
+    calls it).
+
+    Operations: ``compact``; ``optimize_indices`` (``names``, optional ``merge``: how many
+    index pieces to merge into one); ``cleanup`` (``older_than_seconds``,
+    ``delete_unverified``).
+    """
+    import lance
+
+    dataset = lance.dataset(request["uri"])
+    match request["op"]:
+        case "compact":
+            dataset.optimize.compact_files(materialize_deletions_threshold=_DELETIONS_THRESHOLD)
+        case "optimize_indices":
+            options: dict[str, Any] = {"index_names": list(request["names"])}
+            if request.get("merge") is not None:
+                options["num_indices_to_merge"] = int(request["merge"])
+            dataset.optimize.optimize_indices(**options)
+        case "cleanup":
+            dataset.cleanup_old_versions(
+                older_than=timedelta(seconds=float(request["older_than_seconds"])),
+                delete_unverified=bool(request.get("delete_unverified", False)),
+            )
+        case other:
+            raise ValueError(f"unknown upkeep operation {other!r}")
+
+
+class UpkeepWorker:
+    """The child process, started on first use and kept for the process's life; thread-safe
+    (one operation at a time)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[str] | None = None
+        self._failed = False
+
+    def run(self, request: dict[str, Any]) -> None:
+        """Run ``request`` in the child, or here if the child is not available.
+
+        Raises:
+            RuntimeError: The operation failed (its error, from either process).
+        """
+        with self._lock:
+            answer = self._ask(request)
+        if answer is None:
+            run_operation(request)
+            return
+        if "error" in answer:
+            raise RuntimeError(f"upkeep {request['op']} failed: {answer['error']}")
+
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        process = self._ensure()
+        if process is None:
+            return None
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.flush()
+            line = process.stdout.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            log.warning("upkeep_worker_lost", returncode=process.poll())
+            self._stop(process)
+            return None
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def _ensure(self) -> subprocess.Popen[str] | None:
+        if self._process is not None:
+            if self._process.poll() is None:
+                return self._process
+            log.warning("upkeep_worker_lost", returncode=self._process.returncode)
+            self._stop(self._process)
+        if self._failed:
+            return None
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "ralph_context.storage.upkeep_worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                bufsize=1,
+            )
+        except OSError as exc:
+            log.warning("upkeep_worker_unavailable", error=str(exc))
+            self._failed = True
+            return None
+        return self._process
+
+    def _stop(self, process: subprocess.Popen[str]) -> None:
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        if self._process is process:
+            self._process = None
+
+    def close(self) -> None:
+        """End the child (it also ends by itself when this process goes)."""
+        with self._lock:
+            if self._process is not None:
+                self._stop(self._process)
+
+
+_worker: UpkeepWorker | None = None
+_worker_lock = threading.Lock()
+
+
+def worker() -> UpkeepWorker:
+    """The process-wide worker (one child serves every store of this process)."""
+    global _worker
+    with _worker_lock:
+        if _worker is None:
+            _worker = UpkeepWorker()
+            atexit.register(_worker.close)
+        return _worker
+
+
+def _serve(requests: IO[str], answers: IO[str]) -> None:
+    for line in requests:
+        try:
+            run_operation(json.loads(line))
+            answer: dict[str, Any] = {"ok": True}
+        except Exception as exc:
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+
+
+def main() -> None:
+    """The child: lowest priority, then answer operations until stdin closes (the writer
+    ended, however it ended)."""
+    if hasattr(os, "nice"):
+        os.nice(NICENESS)
+    _serve(sys.stdin, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
