@@ -107,8 +107,6 @@ class ArchiveStore:
         """Append items (with their current usage) to this month's table, in one write."""
         if not entries:
             return
-        name = f"items_{when.year:04d}_{when.month:02d}"
-        schema = _schema(self.dimension)
         rows = []
         for item, vector in entries:
             row = item_to_row(item, vector)
@@ -119,16 +117,54 @@ class ArchiveStore:
                 archived_at=when,
             )
             rows.append(row)
+        table = self._month(when)
+        # The table's own schema: a month table from before a column was added lacks it.
+        table.add(pa.Table.from_pylist(rows, schema=table.schema))
+        self._added(table, len(rows))
+
+    def put_rows(
+        self,
+        rows: pa.Table,
+        usage: Sequence[tuple[float, int]],
+        reason: Reason,
+        when: datetime,
+    ) -> None:
+        """Append hot-table rows as they are (Arrow, vectors included), with each row's
+        usefulness and access count, in one write. A mass archive moves a whole store 128
+        rows at a time: through Python objects each row cost ~0.2 ms (its vector became a
+        list of 384 floats and back)."""
+        if rows.num_rows == 0:
+            return
+        table = self._month(when)
+        count = rows.num_rows
+        extra = {
+            "usefulness_score": pa.array([u for u, _ in usage], pa.float64()),
+            "access_count": pa.array([a for _, a in usage], pa.int64()),
+            "reason": pa.array([reason] * count, pa.string()),
+            "archived_at": pa.array([when] * count, pa.timestamp("us", tz="UTC")),
+        }
+        for name, values in extra.items():
+            rows = rows.append_column(name, values)
+        # The table's own schema (a month table from before a column was added lacks it).
+        schema = table.schema
+        table.add(rows.select(schema.names).cast(schema))
+        self._added(table, count)
+
+    def _month(self, when: datetime) -> Any:
+        """This month's table (created on first use)."""
+        name = f"items_{when.year:04d}_{when.month:02d}"
         table = self._open.get(name)
         if table is None:
+            schema = _schema(self.dimension)
             table = self._open[name] = self._db.create_table(name, schema=schema, exist_ok=True)
         if name not in self._names:
             self._names = sorted([*self._names, name])
         self.empty = False
-        # The table's own schema: a month table from before a column was added lacks it.
-        table.add(pa.Table.from_pylist(rows, schema=table.schema))
-        if name in self._rows:
-            self._rows[name] += len(rows)
+        return table
+
+    def _added(self, table: Any, rows: int) -> None:
+        if table.name in self._rows:
+            self._rows[table.name] += rows
 
     def get(self, ids: Sequence[str], reason: Reason | None = None) -> list[ArchivedItem]:
         """Archived rows for these ids (newest month first when an id appears twice)."""

@@ -61,9 +61,9 @@ log = structlog.get_logger("ralph_context.storage")
 _VECTOR_INDEX = "vector_idx"
 _TEXT_INDEX = "content_idx"
 # The full-text index takes in new rows once this many (or a sixteenth of a small table)
-# are outside it: each costs every full-text query ~7 µs meanwhile (8,000 rows: 5 -> 60 ms
-# at 100k items), and each refresh rewrites the whole index.
-_TEXT_BATCH = 256
+# are outside it: a query scans them meanwhile (210 rows: +2.5-4 ms a full-text query at
+# 40k items), and each refresh rewrites the whole index (0.14-0.19 s at 57k).
+_TEXT_BATCH = 64
 
 STORAGE_OPTIONS = {"new_table_data_storage_version": "2.1"}
 # Filters on type/state/tags/id and the text tier; built when missing (new or rewritten table).
@@ -421,16 +421,25 @@ class LanceStore:
         return len(rows)
 
     def archive_items(self, ids: Sequence[str], when: datetime) -> int:
-        """Move items from the hot table into the archive (archive written first)."""
-        pairs = self._with_vectors(ids)
-        if not pairs:
-            return 0
-        archived = [
-            (item.model_copy(update={"state": ContextState.ARCHIVED}), vector)
-            for item, vector in pairs
-        ]
-        self.archive.put(archived, "archived", when)
-        return self.delete_items([item.id for item, _ in pairs])
+        """Move items from the hot table into the archive (archive written first), as Arrow
+        rows: no Python object per item."""
+        moved: list[str] = []
+        for start in range(0, len(ids), _ID_CHUNK):
+            where = ItemFilter(ids=tuple(ids[start : start + _ID_CHUNK])).to_sql()
+            rows = reads.rows_where(self.items, where, None)
+            if rows.num_rows == 0:
+                continue
+            found = [str(i) for i in rows.column("id").to_pylist()]
+            usage = [self.usage.get(i) for i in found]
+            state = rows.schema.get_field_index("state")
+            rows = rows.set_column(
+                state, "state", pa.array([ContextState.ARCHIVED.value] * len(found), pa.string())
+            )
+            self.archive.put_rows(
+                rows, [(u.usefulness_score, u.access_count) for u in usage], "archived", when
+            )
+            moved.extend(found)
+        return self.delete_items(moved)
 
     def archive_search(
         self, query: Vectors, limit: int, where: ItemFilter

@@ -200,7 +200,7 @@ def test_rows_waiting_for_the_full_text_index_are_found_and_folded_in_later(
     assert store.items.index_stats("content_idx").num_unindexed_rows == 1
     hits = store.text_search("zanzibar kettle", 5, ItemFilter())
     assert [hit.id for hit, _, _ in hits] == [late.id]
-    store.add_items(_random_items(rng, 300, "bulk"))
+    store.add_items(_random_items(rng, 100, "bulk"))
     store.maintain()
     assert store.items.index_stats("content_idx").num_unindexed_rows == 0
     assert [hit.id for hit, _, _ in store.text_search("zanzibar kettle", 5, ItemFilter())] == [
