@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ModelMismatch
-from ralph_context.models import ContextItem, ContextType, IterationResult
+from ralph_context.models import ContextItem, ContextState, ContextType, IterationResult
 from ralph_context.storage import reads, upkeep_worker
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
@@ -239,3 +240,39 @@ def test_upkeep_runs_in_a_lowest_priority_process_that_can_be_lost(tmp_path: Pat
     assert [i.id for i in store.get_items([late.id])] == [late.id]
     with pytest.raises(RuntimeError, match="unknown upkeep operation"):
         upkeep_worker.worker().run({"op": "nonsense", "uri": str(store.items.uri)})
+
+
+def test_archiving_moves_rows_whole_with_their_usage(tmp_path: Path) -> None:
+    """Archived rows travel as Arrow rows; every field, the vector and the usage arrive."""
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    kept = item(
+        "pool exhausted at 12:00",
+        ContextType.ERROR,
+        tags=("db", "pool"),
+        metadata={"file": "db.py", "line": 3},
+        created_iteration=4,
+        source="ralph",
+    )
+    other = item("stays hot")
+    store.add_items([(kept, unit(0, 1, 0, 0)), (other, unit(1, 0, 0, 0))])
+    store.set_usefulness(kept.id, 0.9)
+    store.record_access([kept.id, kept.id], datetime.now(UTC))
+    when = datetime(2026, 11, 24, tzinfo=UTC)
+    assert store.archive_items([kept.id, "no-such-id"], when) == 1
+    assert [i.id for i in store.get_items([kept.id, other.id])] == [other.id]
+    (entry,) = store.find_archived([kept.id])
+    assert entry.reason == "archived"
+    assert entry.table == "items_2026_11"
+    archived = entry.item
+    assert archived.state is ContextState.ARCHIVED
+    assert (archived.content, archived.tags, archived.metadata) == (
+        kept.content,
+        kept.tags,
+        kept.metadata,
+    )
+    assert (archived.created_iteration, archived.source, archived.sequence) == (4, "ralph", 0)
+    assert archived.usefulness_score == pytest.approx(0.9)
+    assert archived.access_count == 2
+    (hit,) = store.archive_search(unit(0, 1, 0, 0), 5, ItemFilter())
+    assert hit[0].id == kept.id
+    assert hit[1] == pytest.approx(1.0, abs=1e-5)
