@@ -22,6 +22,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -30,12 +31,16 @@ from typing import IO, Any
 
 import structlog
 
-__all__ = ["NICENESS", "UpkeepWorker", "main", "run_operation", "worker"]
+__all__ = ["DEADLINE_SECONDS", "NICENESS", "UpkeepWorker", "main", "run_operation", "worker"]
 
 log = structlog.get_logger("ralph_context.storage")
 
 # The lowest priority a process can give itself on Linux and macOS.
 NICENESS = 19
+# How long one operation may take before the child is killed (and the operation fails):
+# the writer waits for it, so a hung child must not hold the store's writes forever.
+# Compaction after a mass delete at 1M items takes tens of seconds at worst.
+DEADLINE_SECONDS = 600.0
 # A share of deleted rows past which compaction rewrites a file without them (see upkeep).
 _DELETIONS_THRESHOLD = 0.5
 
@@ -72,7 +77,8 @@ class UpkeepWorker:
     """The child process, started on first use and kept for the process's life; thread-safe
     (one operation at a time)."""
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float = DEADLINE_SECONDS) -> None:
+        self.deadline = deadline
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
         self._failed = False
@@ -82,6 +88,8 @@ class UpkeepWorker:
 
         Raises:
             RuntimeError: The operation failed (its error, from either process).
+            TimeoutError: The child did not answer within ``deadline`` (it is killed; the
+                next operation starts another).
         """
         with self._lock:
             answer = self._ask(request)
@@ -99,9 +107,14 @@ class UpkeepWorker:
         try:
             process.stdin.write(json.dumps(request) + "\n")
             process.stdin.flush()
-            line = process.stdout.readline()
-        except (BrokenPipeError, OSError):
-            line = ""
+            answered = _readable(process.stdout, self.deadline)
+            line = process.stdout.readline() if answered else ""
+        except OSError:  # the child is gone (a broken pipe)
+            answered, line = True, ""
+        if not answered:
+            log.error("upkeep_worker_hung", op=request["op"], deadline=self.deadline)
+            self._stop(process)
+            raise TimeoutError(f"upkeep {request['op']} took over {self.deadline:g}s")
         if not line:
             log.warning("upkeep_worker_lost", returncode=process.poll())
             self._stop(process)
@@ -147,6 +160,16 @@ class UpkeepWorker:
         with self._lock:
             if self._process is not None:
                 self._stop(self._process)
+
+
+def _readable(stream: IO[str], timeout: float) -> bool:
+    """True once ``stream`` has something to read (or at once where pipes cannot be
+    waited on with a timeout, as on Windows: there the read simply blocks)."""
+    try:
+        ready, _, _ = select.select([stream], [], [], timeout)
+    except (OSError, ValueError):
+        return True
+    return bool(ready)
 
 
 _worker: UpkeepWorker | None = None

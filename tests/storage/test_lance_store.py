@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -276,3 +277,24 @@ def test_archiving_moves_rows_whole_with_their_usage(tmp_path: Path) -> None:
     (hit,) = store.archive_search(unit(0, 1, 0, 0), 5, ItemFilter())
     assert hit[0].id == kept.id
     assert hit[1] == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
+def test_a_hung_upkeep_process_is_killed_at_its_deadline(tmp_path: Path) -> None:
+    """The writer waits for each upkeep operation; a child that stops answering is killed
+    at the deadline (the operation fails) and the next operation gets a new child."""
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    store.add_items(_random_items(np.random.default_rng(9), 10, "a"))
+    upkeep = upkeep_worker.UpkeepWorker(deadline=1.0)
+    try:
+        upkeep.run({"op": "compact", "uri": str(store.items.uri)})
+        child = upkeep._process
+        assert child is not None
+        os.kill(child.pid, signal.SIGSTOP)
+        with pytest.raises(TimeoutError, match="compact took over 1s"):
+            upkeep.run({"op": "compact", "uri": str(store.items.uri)})
+        assert child.poll() is not None  # killed, not left stopped
+        upkeep.run({"op": "compact", "uri": str(store.items.uri)})
+        assert upkeep._process is not None and upkeep._process.pid != child.pid
+    finally:
+        upkeep.close()
