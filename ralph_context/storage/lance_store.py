@@ -503,10 +503,13 @@ class LanceStore:
     # --- housekeeping ----------------------------------------------------------------------
 
     def prewarm(self) -> None:
-        """Load the vector and full-text indexes into LanceDB's cache now, not on the first
-        queries that touch each part: at 1M items the first 300 queries after an open took
-        p99 190 ms loading index partitions, 42 ms once loaded (the load: 0.4 s, ~0.5 GB).
-        A damaged index is left to the query path, which steps down and repairs it."""
+        """Load the vector and full-text indexes into LanceDB's cache at open, not on the
+        first queries that touch each part: at 1M items the first 300 queries after an open
+        took p99 190 ms loading index partitions, 43 ms once loaded (the load: 0.4 s,
+        ~0.5 GB). Not after maintenance: every merge or refresh writes index files under a
+        new id, and loading each whole kept the old ones' partitions in the cache too (the
+        1M benchmark process grew to 9.5 GB). A damaged index is left to the query path,
+        which steps down and repairs it."""
         names = (_VECTOR_INDEX, _TEXT_INDEX) if self.has_vector_index() else (_TEXT_INDEX,)
         for name in names:
             try:
@@ -611,8 +614,6 @@ class LanceStore:
             self._cleaned_at = now
         if self._vector_index and not built:
             self._delta_rows = merge_deltas(self.items, self._delta_rows + folded)
-        # New index files (merged, rebuilt, refreshed) start cold; the rest are cache hits.
-        self.prewarm()
         self.unindexed_rows = 0
         removed = max(0, before - len(self.items.list_versions())) if cleanup else 0
         if self._vector_index:
