@@ -268,7 +268,7 @@ class ArchiveStore:
         every weak query cost more than the hot search itself."""
         for name in self.tables():
             table = self._table(name)
-            rows = int(table.count_rows())
+            rows = self._count(name)
             indexed = any(index.columns == ["vector"] for index in table.list_indices())
             added = rows - self._optimized_rows.get(name, rows)
             if added or retention is not None or name not in self._optimized_rows:

@@ -28,7 +28,7 @@ __all__ = ["INDEX", "merge_deltas"]
 
 log = structlog.get_logger("ralph_context.storage")
 
-# LanceDB names an index "<column>_idx".
+# The vector index's name (LanceDB names an index "<column>_idx"); the store uses it too.
 INDEX = "vector_idx"
 # The deltas join the base once they hold this share of its rows.
 FULL_MERGE_SHARE = 0.1

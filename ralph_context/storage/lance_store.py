@@ -18,7 +18,7 @@ import os
 import time
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -37,6 +37,7 @@ from ralph_context.models import ContextItem, ContextState, ContextType, Iterati
 from ralph_context.storage import reads, threads
 from ralph_context.storage.archive import ArchivedItem, ArchiveStore
 from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
 from ralph_context.storage.index_merge import merge_deltas
 from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile
 from ralph_context.storage.pack_space import PackSpace
@@ -57,8 +58,6 @@ from ralph_context.storage.vectors import partitions, probes, vector_list, vecto
 __all__ = ["AgeRow", "LanceStore", "MaintenanceReport", "StoreStats"]
 
 log = structlog.get_logger("ralph_context.storage")
-# LanceDB names an index "<column>_idx".
-_VECTOR_INDEX = "vector_idx"
 _TEXT_INDEX = "content_idx"
 # The full-text index takes in new rows once this many (or a sixteenth of a small table)
 # are outside it: a query scans them meanwhile (210 rows: +2.5-4 ms a full-text query at
@@ -364,11 +363,16 @@ class LanceStore:
             self.items.update(where=where, values={"state": state.value})
         self.unindexed_rows += len(ids)
 
-    def _with_vectors(self, ids: Sequence[str]) -> list[tuple[ContextItem, Vectors | None]]:
-        found: list[tuple[ContextItem, Vectors | None]] = []
+    def _rows_by_id(self, ids: Sequence[str]) -> Iterator[pa.Table]:
+        """The hot rows of ``ids`` (all columns), one Arrow table per chunk of ids; unknown
+        ids are skipped."""
         for start in range(0, len(ids), _ID_CHUNK):
             where = ItemFilter(ids=tuple(ids[start : start + _ID_CHUNK])).to_sql()
-            table = self.items.search().where(where).limit(None).to_arrow()
+            yield reads.rows_where(self.items, where, None)
+
+    def _with_vectors(self, ids: Sequence[str]) -> list[tuple[ContextItem, Vectors | None]]:
+        found: list[tuple[ContextItem, Vectors | None]] = []
+        for table in self._rows_by_id(ids):
             vectors = vector_list(table.column("vector"), self.dimension)
             rows = table.drop_columns(["vector"]).to_pylist()
             found.extend(
@@ -425,9 +429,7 @@ class LanceStore:
         """Move items from the hot table into the archive (archive written first), as Arrow
         rows: no Python object per item."""
         moved: list[str] = []
-        for start in range(0, len(ids), _ID_CHUNK):
-            where = ItemFilter(ids=tuple(ids[start : start + _ID_CHUNK])).to_sql()
-            rows = reads.rows_where(self.items, where, None)
+        for rows in self._rows_by_id(ids):
             if rows.num_rows == 0:
                 continue
             found = [str(i) for i in rows.column("id").to_pylist()]
@@ -510,7 +512,7 @@ class LanceStore:
         new id, and loading each whole kept the old ones' partitions in the cache too (the
         1M benchmark process grew to 9.5 GB). A damaged index is left to the query path,
         which steps down and repairs it."""
-        names = (_VECTOR_INDEX, _TEXT_INDEX) if self.has_vector_index() else (_TEXT_INDEX,)
+        names = (VECTOR_INDEX, _TEXT_INDEX) if self.has_vector_index() else (_TEXT_INDEX,)
         for name in names:
             try:
                 self.items.prewarm_index(name)
@@ -552,7 +554,7 @@ class LanceStore:
         self._vector_rows = rows
         if rows < self.vector_index_min_rows:
             if self.has_vector_index():
-                self.items.drop_index(_VECTOR_INDEX)
+                self.items.drop_index(VECTOR_INDEX)
             self._vector_index = False
             return False
         self._build_vector_index(rows)

@@ -14,7 +14,7 @@ see every write made through it at once.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from typing import Any
 
 import numpy as np
@@ -49,7 +49,6 @@ def vector_rows(
     *,
     where: str | None = None,
     nprobes: int | None = None,
-    columns: Sequence[str] | None = None,
 ) -> pa.Table:
     """The ``limit`` rows nearest to ``vector`` by cosine (prefiltered by ``where``), with
     ``_distance``; ``nprobes`` only when the table has a vector index."""
@@ -65,8 +64,6 @@ def vector_rows(
         query = query.nprobes(nprobes)
     if where:
         query = query.where(where)
-    if columns is not None:
-        query = query.select([*columns, "_distance"])
     return _run(query.to_arrow())
 
 
@@ -77,7 +74,6 @@ def text_rows(
     limit: int,
     *,
     where: str | None = None,
-    columns: Sequence[str] | None = None,
 ) -> pa.Table:
     """The ``limit`` best full-text (BM25) matches of ``text`` in ``column`` (prefiltered by
     ``where``), with ``_score``; words are OR-ed, as LanceDB's match query does."""
@@ -85,20 +81,14 @@ def text_rows(
     query = async_table(table).query().nearest_to_text(match).limit(limit)
     if where:
         query = query.where(where)
-    if columns is not None:
-        query = query.select([*columns, "_score"])
     return _run(query.to_arrow())
 
 
-def rows_where(
-    table: Any, where: str | None, limit: int | None, *, columns: Sequence[str] | None = None
-) -> pa.Table:
+def rows_where(table: Any, where: str | None, limit: int | None) -> pa.Table:
     """Rows matching ``where`` (all rows when ``None``), at most ``limit`` (``None``: all)."""
     query = async_table(table).query()
     if where:
         query = query.where(where)
     if limit is not None:
         query = query.limit(limit)
-    if columns is not None:
-        query = query.select(list(columns))
     return _run(query.to_arrow())
