@@ -21,7 +21,7 @@ from ralph_context import (
     Tier,
 )
 from ralph_context.actors.storage import FlushUsage
-from ralph_context.embeddings.local import LocalEmbedder
+from ralph_context.embeddings.local import BULK_TEXTS, LocalEmbedder
 from ralph_context.storage.pack_space import PackSpace
 from tests.helpers import Loader, SettingsFactory
 
@@ -85,12 +85,16 @@ async def test_a_pass_archiving_more_than_a_slice_archives_everything_due(
 
 
 def test_a_query_embeds_the_same_in_the_query_session(embedder: LocalEmbedder) -> None:
-    """Queries go to their own session, documents to the other: the same text must get the
-    same vector either way, or queries would drift from what was stored."""
+    """Queries (and small batches) go to their own session, bulk batches to the other: the
+    same text must get the same vector either way, or queries would drift from what was
+    stored."""
     texts = ["ModuleNotFoundError: No module named 'requests'", "pin the wheel cache key"]
     as_query = embedder.embed(texts, 2, query=True)
-    as_document = embedder.embed([*texts, "a third text to make a batch"], 32)[:2]
-    np.testing.assert_allclose(as_query, as_document, atol=1e-5)
+    as_small_batch = embedder.embed(texts, 2)
+    filler = [f"a text to make a bulk batch, number {n}" for n in range(BULK_TEXTS)]
+    as_bulk = embedder.embed([*texts, *filler], 32)[:2]
+    np.testing.assert_allclose(as_query, as_bulk, atol=1e-5)
+    np.testing.assert_allclose(as_small_batch, as_bulk, atol=1e-5)
 
 
 async def test_an_item_stored_after_the_index_was_built_is_found_at_once(

@@ -16,7 +16,7 @@ from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.install import read_manifest
 from ralph_context.errors import ModelError
 
-__all__ = ["LocalEmbedder", "Vectors", "load_embedder", "uses_registry"]
+__all__ = ["BULK_TEXTS", "LocalEmbedder", "Vectors", "load_embedder", "uses_registry"]
 
 Vectors = NDArray[np.float32]
 
@@ -31,15 +31,24 @@ class TextModel(Protocol):
     def embed(self, documents: list[str], batch_size: int) -> Iterable[NDArray[np.generic]]: ...
 
 
+# Fewer documents than this are embedded in the query session: a loop's single stores
+# then leave no spinning threads behind (see LocalEmbedder).
+BULK_TEXTS = 8
+
+
 class LocalEmbedder:
     """A loaded ONNX text-embedding model producing unit-length vectors.
 
     ``query_model`` is the same model in a session whose threads do not spin between calls,
-    for queries. onnxruntime's pool spins by default: with it, an ``Engine.search`` at 100k
-    items burnt 77 ms of CPU instead of 43 and took 10 ms longer, the spinning threads
-    competing with LanceDB's on two cores. A single thread would not spin either, but a
-    280-character query then takes 21 ms instead of 13. Batches of documents keep the
-    spinning pool, which embeds ~8% more texts a second.
+    for queries and for small batches of documents. onnxruntime's pool spins by default:
+    with it, an ``Engine.search`` at 100k items burnt 77 ms of CPU instead of 43 and took
+    10 ms longer, the spinning threads competing with LanceDB's on two cores. A loop stores
+    one or two texts right before its next retrieval: embedded in the spinning session, its
+    pool thread went on spinning through that retrieval (~25 ms of a core per search, the
+    hook's p50 in a loop 50 ms against 31 without). A single thread would not spin either,
+    but a 280-character query then takes 21 ms instead of 13. Batches of at least
+    :data:`BULK_TEXTS` documents keep the spinning pool, which embeds ~8% more texts a
+    second.
     """
 
     def __init__(
@@ -55,10 +64,11 @@ class LocalEmbedder:
         self.dimension = dimension
 
     def embed(self, texts: Sequence[str], batch_size: int, *, query: bool = False) -> Vectors:
-        """Embed ``texts`` in order; rows are L2-normalised float32 vectors. ``query``
-        uses the query session (same vectors, no spinning threads)."""
+        """Embed ``texts`` in order; rows are L2-normalised float32 vectors. ``query``, or
+        fewer than :data:`BULK_TEXTS` texts, uses the query session (same vectors, no
+        spinning threads)."""
         model = self._model
-        if query and self._query_model is not None:
+        if (query or len(texts) < BULK_TEXTS) and self._query_model is not None:
             model = self._query_model
         rows = list(model.embed(list(texts), batch_size=batch_size))
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), self.dimension)

@@ -271,7 +271,8 @@ class ArchiveStore:
             rows = self._count(name)
             indexed = any(index.columns == ["vector"] for index in table.list_indices())
             added = rows - self._optimized_rows.get(name, rows)
-            if added or retention is not None or name not in self._optimized_rows:
+            tidied = bool(added) or retention is not None or name not in self._optimized_rows
+            if tidied:
                 tidy(table, cleanup_older_than=retention, delete_unverified=delete_unverified)
             if indexed:
                 # Each optimize adds a delta to the index (see index_merge).
@@ -283,6 +284,9 @@ class ArchiveStore:
                     config=IvfSq(distance_type="cosine", num_partitions=partitions(rows)),
                 )
                 self._delta_rows[name] = 0
+                indexed = True
+            if indexed and tidied:
+                reads.warm(table, self.dimension, vector=True, text_column=None)
             self._optimized_rows[name] = rows
 
 

@@ -616,6 +616,12 @@ class LanceStore:
             self._cleaned_at = now
         if self._vector_index and not built:
             self._delta_rows = merge_deltas(self.items, self._delta_rows + folded)
+        reads.warm(
+            self.items,
+            self.dimension,
+            vector=self._vector_index,
+            text_column="content" if text_due else None,
+        )
         self.unindexed_rows = 0
         removed = max(0, before - len(self.items.list_versions())) if cleanup else 0
         if self._vector_index:

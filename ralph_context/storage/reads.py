@@ -19,13 +19,16 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import structlog
 from lancedb.background_loop import LOOP
 from lancedb.query import MatchQuery
 from lancedb.table import AsyncTable
 
 from ralph_context.embeddings.local import Vectors
 
-__all__ = ["async_table", "rows_where", "text_rows", "vector_rows"]
+__all__ = ["async_table", "rows_where", "text_rows", "vector_rows", "warm"]
+
+log = structlog.get_logger("ralph_context.storage")
 
 
 def async_table(table: Any) -> AsyncTable:
@@ -92,3 +95,27 @@ def rows_where(table: Any, where: str | None, limit: int | None) -> pa.Table:
     if limit is not None:
         query = query.limit(limit)
     return _run(query.to_arrow())
+
+
+# Any word will do: the warm-up only needs the full-text index's files opened.
+_WARM_WORD = "error"
+
+
+def warm(table: Any, dimension: int, *, vector: bool, text_column: str | None) -> None:
+    """One one-row query of each kind on ``table``'s current version, so that the first
+    request after a maintenance does not pay for opening the index files it just rewrote
+    (every merge or refresh writes them under a new id). Measured on a loop's archive at
+    50k rows: the first vector query after a merge took 35-100 ms, the next ones 8; the
+    hot table's first full-text query 19 ms, then 5. Unlike ``prewarm_index`` this loads
+    only what a query touches (the centroids, a few partitions), not the whole index, so
+    a process that maintains often does not grow by a whole index each time. A damaged
+    index is left to the query path, which steps down and repairs it."""
+    try:
+        if vector:
+            probe = np.zeros(dimension, dtype=np.float32)
+            probe[0] = 1.0
+            vector_rows(table, probe, 1)
+        if text_column is not None:
+            text_rows(table, _WARM_WORD, text_column, 1)
+    except Exception as exc:  # a warm-up must never fail the maintenance it follows
+        log.warning("index_not_warmed", error=type(exc).__name__)

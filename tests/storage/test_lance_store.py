@@ -222,6 +222,16 @@ def test_reads_use_the_async_table_behind_the_writers_handle(tmp_path: Path) -> 
     assert [i.id for i in store.get_items([written.id])] == [written.id]
 
 
+def test_a_warm_up_query_never_fails_the_maintenance_it_follows(tmp_path: Path) -> None:
+    """The warm-up after a maintenance is a convenience: on a table without the index it
+    would open (here: no full-text index on ``id``), it logs and returns."""
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    store.add_items([(item("a note"), unit(1, 0, 0, 0))])
+    reads.warm(store.items, 4, vector=True, text_column="id")
+    store.maintain()
+    assert [i.content for i in store.list_items(ItemFilter(), 5)] == ["a note"]
+
+
 def test_upkeep_runs_in_a_lowest_priority_process_that_can_be_lost(tmp_path: Path) -> None:
     """Compaction and index work run niced in a child, so searches get the cores first;
     a child that dies costs nothing but its priority (the next operation starts another)."""
