@@ -29,6 +29,7 @@ from ralph_context.errors import (
     RalphContextError,
     ServerUnreachable,
     StoreError,
+    StoreLocked,
     UnknownContextType,
     UnparseableReply,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "ServerUnreachable",
     "Settings",
     "StoreError",
+    "StoreLocked",
     "Tier",
     "UnknownContextType",
     "UnparseableReply",

@@ -135,7 +135,9 @@ class Engine:
     Raises:
         ConfigError: ``settings`` is ``None`` and the configuration is invalid.
         ModelMismatch: On entering, when the store was built with another embedding model
-            (run ``ralph-context reindex``). Every other failure of a part degrades instead.
+            (run ``ralph-context reindex``).
+        StoreLocked: On entering, when another process writes the store (the message names
+            it and its endpoint). Every other failure of a part degrades instead.
     """
 
     def __init__(
@@ -195,7 +197,8 @@ class Engine:
         await supervisor.start(storage)
         self._storage = storage
         if storage.fatal is not None:
-            # A model mismatch is a configuration problem the user must fix, not a degradation.
+            # A model mismatch or a store another process writes is a problem the user must
+            # fix, not a degradation.
             raise storage.fatal
         if storage.health.snapshot().serving:
             self._iteration = await storage.latest_iteration()

@@ -15,7 +15,8 @@ person understands with a single ``except RalphContextError``::
     │   └── InvalidMetadata
     ├── ItemNotFound                an id that is not (or no longer) in the store
     ├── StoreError                  the store cannot serve the request
-    │   └── ModelMismatch           the store was embedded with another model
+    │   ├── ModelMismatch           the store was embedded with another model
+    │   └── StoreLocked             another process writes the store (named in the message)
     ├── ModelError                  the embedding model cannot be installed or loaded
     ├── ActorUnavailable            an actor is down, restarting, or did not answer in time
     ├── PromptFunctionError         a custom prompt's function raised or returned a non-string
@@ -54,6 +55,7 @@ __all__ = [
     "RalphContextError",
     "ServerUnreachable",
     "StoreError",
+    "StoreLocked",
     "UnknownContextType",
     "UnparseableReply",
 ]
@@ -113,6 +115,10 @@ class StoreError(RalphContextError):
 
 class ModelMismatch(StoreError):
     """The store's vectors come from a different embedding model or dimension."""
+
+
+class StoreLocked(StoreError):
+    """Another process writes this store; the message names it and how to reach it."""
 
 
 class ModelError(RalphContextError):

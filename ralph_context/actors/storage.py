@@ -27,7 +27,13 @@ import structlog
 
 from ralph_context.config import StorageSettings
 from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import ActorUnavailable, ModelMismatch, RalphContextError, StoreError
+from ralph_context.errors import (
+    ActorUnavailable,
+    ModelMismatch,
+    RalphContextError,
+    StoreError,
+    StoreLocked,
+)
 from ralph_context.models import ContextItem, ContextState, IterationResult
 from ralph_context.runtime import Actor, ActorState, Envelope, Foreground, PermanentFailure
 from ralph_context.storage.archive import ArchivedItem
@@ -236,7 +242,7 @@ class StorageActor(Actor[StorageRequest, object]):
                     version_retention=timedelta(minutes=self.settings.version_retention_minutes),
                 )
             )
-        except ModelMismatch as exc:
+        except (ModelMismatch, StoreLocked) as exc:
             self.fatal = exc
             raise PermanentFailure(str(exc)) from exc
         except (StoreError, NotADirectoryError, FileExistsError, PermissionError) as exc:
@@ -245,12 +251,15 @@ class StorageActor(Actor[StorageRequest, object]):
         log.info("store_opened", location=str(self.location or "memory"))
 
     async def teardown(self) -> None:
-        if self._store is not None and self._store.usage.pending:
+        if self._store is None:
+            return
+        if self._store.usage.pending:
             try:
                 await self._flush_usage()
             except Exception as exc:
                 # Never mask the crash that brought us here; the counts are lost, say so.
                 log.error("usage_flush_failed", pending=self._store.usage.pending, error=str(exc))
+        self._store.close()
 
     async def handle(self, request: StorageRequest) -> object:
         match request:

@@ -34,7 +34,7 @@ from lancedb.index import FTS, Bitmap, BTree, IvfSq, LabelList
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ItemNotFound, ModelMismatch
 from ralph_context.models import ContextItem, ContextState, ContextType, IterationResult
-from ralph_context.storage import reads, threads
+from ralph_context.storage import reads, threads, writer_lock
 from ralph_context.storage.archive import ArchivedItem, ArchiveStore
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
@@ -140,8 +140,19 @@ class LanceStore:
         version_retention: timedelta = timedelta(minutes=5),
     ) -> None:
         self.location = location
+        self._closed = False
         self.vector_index_min_rows = vector_index_min_rows
         self.version_retention = version_retention
+        if location is not None:
+            writer_lock.acquire(location)
+        try:
+            self._open(model_id, dimension)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, model_id: str | None, dimension: int | None) -> None:
+        location = self.location
         recorded = StoreRecord.read(location)
         self.model_id, self.dimension = reconcile(
             recorded, model_id, dimension, str(location or "memory")
@@ -177,6 +188,13 @@ class LanceStore:
         # Written only now that the table agreed with the model: a refused open changes nothing.
         if self.model_id is not None and (recorded is None or recorded.model_id is None):
             self._write_record()
+
+    def close(self) -> None:
+        """Give up this store's writer lock (see ``writer_lock``); the tables stay readable
+        until the object goes, but another process may write them from now on."""
+        if self.location is not None and not self._closed:
+            self._closed = True
+            writer_lock.release(self.location)
 
     def _write_record(self) -> None:
         StoreRecord(self.model_id, self.dimension, self._indexed_rows).write(self.location)

@@ -1,9 +1,9 @@
 """Re-embed every stored item with the configured model (``ralph-context reindex``).
 
-Needed when the store was built with another model or dimension. Run it with no engine using
-the store (an engine writing meanwhile would lose those writes: the rewrite replaces the
-table). The rewrite is one overwrite of the items table, so an interruption leaves the
-previous version intact.
+Needed when the store was built with another model or dimension. It holds the store's writer
+lock, so it is refused while an engine or server of another process uses the store (that
+engine's writes would be lost: the rewrite replaces the table). The rewrite is one overwrite
+of the items table, so an interruption leaves the previous version intact.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pyarrow as pa
 from ralph_context.embeddings.batching import plan_batches
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.errors import StoreError
+from ralph_context.storage import writer_lock
 from ralph_context.storage.lance_store import STORAGE_OPTIONS, LanceStore
 from ralph_context.storage.meta import META_FILE
 from ralph_context.storage.schema import ITEMS, items_schema
@@ -38,10 +39,25 @@ def reindex_store(
 
     Raises:
         StoreError: There is no store at ``location``.
+        StoreLocked: Another process writes it (an engine or server using the store).
     """
     db = lancedb.connect(str(location), storage_options=STORAGE_OPTIONS)
     if ITEMS not in db.list_tables().tables:
         raise StoreError(f"no store at {location} (no {ITEMS} table)")
+    writer_lock.acquire(location)
+    try:
+        return _rewrite(db, location, embedder, batch_size, progress)
+    finally:
+        writer_lock.release(location)
+
+
+def _rewrite(
+    db: lancedb.DBConnection,
+    location: Path,
+    embedder: LocalEmbedder,
+    batch_size: int,
+    progress: Progress | None,
+) -> int:
     old = db.open_table(ITEMS).to_arrow().drop_columns(["vector"])
     contents = old.column("content").to_pylist()
     vectors = np.zeros((len(contents), embedder.dimension), dtype=np.float32)
@@ -61,5 +77,9 @@ def reindex_store(
     (location / META_FILE).unlink(missing_ok=True)
     # Reopening writes the new model record and rebuilds the scalar and text indexes;
     # maintenance rebuilds the vector index the overwrite dropped.
-    LanceStore(location, model_id=embedder.model_id, dimension=embedder.dimension).maintain()
+    reopened = LanceStore(location, model_id=embedder.model_id, dimension=embedder.dimension)
+    try:
+        reopened.maintain()
+    finally:
+        reopened.close()
     return len(contents)

@@ -10,6 +10,10 @@ Ralph 1.2 has no plugin API, so the hook wraps two instance attributes and resto
   each call, the result is stored: the iteration result (its error also becomes an ``error``
   item) and the output as an ``output`` item.
 
+A store has one writing process. If another process already writes the engine's store and
+serves it over HTTP (``ralph-context serve --transport http``), the hook talks to that server
+instead of opening the store.
+
 The ladder, top to bottom: what the source serves (semantic, or text when the model or vector
 index is out) → the context this task was last served, from the on-disk cache → no context.
 Nothing the hook does can raise into Ralph's loop.
@@ -17,6 +21,7 @@ Nothing the hook does can raise into Ralph's loop.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -28,6 +33,7 @@ import structlog
 from ralph_context import Engine, Settings
 from ralph_context.injection import context_section
 from ralph_context.models import IterationResult, Tier
+from ralph_context.storage import writer_lock
 from ralph_context.validation import check_context_types
 from ralph_context_ralph.bridge import Bridge
 from ralph_context_ralph.cache import TaskCache, task_key
@@ -36,6 +42,7 @@ from ralph_context_ralph.sources import (
     EngineSource,
     IterationRecord,
     Served,
+    ServerSource,
     SourceError,
 )
 
@@ -221,7 +228,7 @@ def attach(
                 "started yet (not one inside `async with`)"
             )
         settings = settings or engine.settings
-        source: ContextSource = EngineSource(engine)
+        source: ContextSource = _engine_or_its_writer(engine)
     else:
         settings = settings or Settings.load(None)
         source = engine
@@ -232,6 +239,22 @@ def attach(
         log.warning("context_source_unavailable_at_start", error=bridge.last_error)
     _wire(handle)
     return handle
+
+
+def _engine_or_its_writer(engine: Engine) -> ContextSource:
+    """``engine`` itself, unless another process writes its store and serves it over HTTP:
+    then that server (one writer per store; see ``ralph_context.storage.writer_lock``).
+    A writer with no endpoint is left to the engine's start, which refuses with a message
+    naming it; the ladder then serves cached context."""
+    if engine.settings.is_ephemeral:
+        return EngineSource(engine)
+    holder = writer_lock.holder(engine.settings.store_path())
+    if holder is None or holder.pid == os.getpid() or holder.endpoint is None:
+        return EngineSource(engine)
+    log.info("context_via_store_writer", pid=holder.pid, endpoint=holder.endpoint)
+    return ServerSource(
+        holder.endpoint, max_content_bytes=engine.settings.storage.max_content_bytes
+    )
 
 
 def _wire(handle: Handle) -> None:

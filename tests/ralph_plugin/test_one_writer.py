@@ -1,0 +1,61 @@
+"""One writer per store, between real processes: a second server is refused and told who
+writes the store; the Ralph plugin, given an engine on a store a server already writes,
+works through that server instead of opening the store."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import anyio
+import mcp
+
+from ralph_context import Engine
+from ralph_context.models import Tier
+from tests.helpers import Loader, SettingsFactory
+from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached
+from tests.ralph_plugin.test_hook import FACT, SCRIPT, TASK
+from tests.server_process import CLI, environment, start_http_server
+
+
+def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
+    ralph_workdir: Path, make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    settings = make_settings()
+    config = ralph_workdir.parent / "server.yaml"
+    config.write_text(
+        f"learning:\n  mcp_context:\n    storage:\n      path: {settings.store_path()}\n",
+        encoding="utf-8",
+    )
+    server, url = start_http_server(config)
+    try:
+        second = subprocess.run(
+            [*CLI, "serve"],
+            env=environment(config),
+            cwd=config.parent,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert second.returncode != 0
+        assert f"process {server.pid}" in second.stderr
+        assert url in second.stderr
+
+        orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, SCRIPT, iterations=4)
+        handle = run_attached(orchestrator, Engine(settings, model_loader=shared_model))
+        assert [r.tier for r in handle.tiers][1:] == [Tier.SEMANTIC] * 3
+        assert FACT in adapter.prompts[3]
+
+        async def stored_by_the_server() -> list[str]:
+            async with mcp.Client(url) as client:
+                answer = await client.call_tool(
+                    "get_relevant_context", {"query": "invoice export CSV encoding"}
+                )
+                assert answer.structured_content is not None
+                return [hit["item"]["content"] for hit in answer.structured_content["items"]]
+
+        assert FACT in anyio.run(stored_by_the_server)
+    finally:
+        server.kill()
+        server.communicate(timeout=30)
