@@ -8,6 +8,7 @@ configuration, 1 for everything else) without touching the store.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -75,6 +76,19 @@ def _engine(settings: Settings) -> Engine:
     """The engine, imported on first use so that commands without one start fast."""
     from ralph_context.engine import Engine
 
+    return Engine(settings)
+
+
+def _reader(settings: Settings) -> Engine:
+    """The engine for a command that only reads: read-only beside another process that
+    writes the store (a running server holds its writer lock), else the usual one."""
+    from ralph_context.engine import Engine
+    from ralph_context.storage import writer_lock
+
+    if not settings.is_ephemeral:
+        holder = writer_lock.holder(settings.store_path())
+        if holder is not None and holder.pid != os.getpid():
+            return Engine(settings, read_only=True)
     return Engine(settings)
 
 
@@ -204,7 +218,7 @@ def search(
     settings = _settings(config, log_level)
 
     async def work() -> RetrievalResult:
-        async with _engine(settings) as engine:
+        async with _reader(settings) as engine:
             return await engine.search(
                 query, max_items=limit, context_types=type_, min_score=min_score, tags=tag
             )
@@ -224,7 +238,7 @@ def stats(
     settings = _settings(config, log_level)
 
     async def work() -> StoreStats:
-        async with _engine(settings) as engine:
+        async with _reader(settings) as engine:
             return await engine.stats()
 
     payload = _stats_payload(_run(work))
@@ -247,7 +261,7 @@ def health(
     settings = _settings(config, log_level)
 
     async def work() -> EngineHealth:
-        async with _engine(settings) as engine:
+        async with _reader(settings) as engine:
             return engine.health()
 
     report = _run(work)

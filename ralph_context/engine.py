@@ -131,6 +131,9 @@ class Engine:
     Args:
         settings: Loaded configuration; ``None`` means defaults plus environment.
         model_loader: How the embedding actor loads its model (tests inject failures here).
+        read_only: Read a store another process writes (a running server): no writer lock,
+            nothing written (writes raise ``StoreError``), no lifecycle; searches see the
+            writer's latest commits.
 
     Raises:
         ConfigError: ``settings`` is ``None`` and the configuration is invalid.
@@ -145,9 +148,11 @@ class Engine:
         settings: Settings | None = None,
         *,
         model_loader: Callable[[EmbeddingsSettings], LocalEmbedder] = load_embedder,
+        read_only: bool = False,
     ) -> None:
         self.settings = settings if settings is not None else Settings.load(None)
         self._model_loader = model_loader
+        self.read_only = read_only
         self._supervisor: Supervisor | None = None
         self._embedding: EmbeddingActor | None = None
         self._storage: StorageActor | None = None
@@ -193,6 +198,7 @@ class Engine:
             model,
             timeout=settings.storage.timeout_seconds,
             foreground=self._foreground,
+            read_only=self.read_only,
         )
         await supervisor.start(storage)
         self._storage = storage
@@ -237,6 +243,8 @@ class Engine:
             clock=lambda: self._iteration,
             semantic_unavailable=self._semantic_unavailable,
         )
+        if self.read_only:
+            return  # no backfill, no skillbook sync: both write
         await self._backfill()
         if settings.skillbook.enabled:
             self._skillbook = SkillbookSync(

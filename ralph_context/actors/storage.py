@@ -188,6 +188,8 @@ class StorageActor(Actor[StorageRequest, object]):
         model: ``(model_id, dimension)`` of the loaded embedding model, if any.
         timeout: Default seconds a helper waits for an answer.
         foreground: The loop's requests in flight: compaction waits until there are none.
+        read_only: Open the store without its writer lock, beside another process that
+            writes it: reads only; every write request is refused with a ``StoreError``.
     """
 
     def __init__(
@@ -198,6 +200,7 @@ class StorageActor(Actor[StorageRequest, object]):
         *,
         timeout: float = 30.0,
         foreground: Foreground | None = None,
+        read_only: bool = False,
     ) -> None:
         super().__init__("storage", inbox_size=512, max_batch=256)
         self.foreground = foreground or Foreground()
@@ -205,6 +208,7 @@ class StorageActor(Actor[StorageRequest, object]):
         self.location = location
         self.model = model
         self.timeout = timeout
+        self.read_only = read_only
         self.fatal: RalphContextError | None = None
         self._store: LanceStore | None = None
         self._writes = 0
@@ -240,6 +244,7 @@ class StorageActor(Actor[StorageRequest, object]):
                     dimension=dimension,
                     vector_index_min_rows=self.settings.vector_index_min_rows,
                     version_retention=timedelta(minutes=self.settings.version_retention_minutes),
+                    read_only=self.read_only,
                 )
             )
         except (ModelMismatch, StoreLocked) as exc:
@@ -253,7 +258,7 @@ class StorageActor(Actor[StorageRequest, object]):
     async def teardown(self) -> None:
         if self._store is None:
             return
-        if self._store.usage.pending:
+        if self._store.usage.pending and not self.read_only:
             try:
                 await self._flush_usage()
             except Exception as exc:
@@ -262,6 +267,8 @@ class StorageActor(Actor[StorageRequest, object]):
         self._store.close()
 
     async def handle(self, request: StorageRequest) -> object:
+        if self.read_only:
+            return self._refuse_write(request)
         match request:
             case FlushUsage():
                 await self._flush_usage()
@@ -362,6 +369,8 @@ class StorageActor(Actor[StorageRequest, object]):
         if store is None or self.health.state is not ActorState.RUNNING:
             return False
         store.record_access(ids, datetime.now(UTC))
+        if self.read_only:
+            return True  # counted for this process's reads; never written
         pending = store.usage.pending
         stale = anyio.current_time() - self._flushed_at > _USAGE_FLUSH_EVERY
         if pending >= _USAGE_FLUSH_AT or (pending and stale):
@@ -539,7 +548,7 @@ class StorageActor(Actor[StorageRequest, object]):
         or store is in flight: compaction takes ~0.3 s of both cores at 100k items, so it
         waits for the loop's agent time. Past four times the cadence it runs regardless,
         or a busy server would pile up fragments that slow every read."""
-        if self._store is None:
+        if self._store is None or self.read_only:
             return False
         cadence = self.settings.optimize_every_writes
         unindexed = self.store.unindexed_rows
@@ -547,6 +556,18 @@ class StorageActor(Actor[StorageRequest, object]):
             return True
         due = self._writes >= cadence or unindexed >= _UNINDEXED_ROWS or self.store.index_due()
         return due and self.foreground.calm
+
+    def _refuse_write(self, request: StorageRequest) -> object:
+        """What a read-only open answers: nothing to flush or maintain, and no writes."""
+        match request:
+            case FlushUsage():
+                return None
+            case Maintain():
+                return MaintenanceReport(compacted=False, vector_index_built=False)
+        raise StoreError(
+            f"the store at {self.location} is open read-only (another process writes it): "
+            f"{type(request).__name__} is a write"
+        )
 
     async def _maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
         self._writes = 0

@@ -62,11 +62,20 @@ def _schema(dimension: int) -> pa.Schema:
 class ArchiveStore:
     """The archive database next to the hot store (in memory when the store is)."""
 
-    def __init__(self, location: Path | None, dimension: int, *, options: dict[str, str]) -> None:
+    def __init__(
+        self,
+        location: Path | None,
+        dimension: int,
+        *,
+        options: dict[str, str],
+        consistency: timedelta | None = None,
+    ) -> None:
         self.location = None if location is None else location / ARCHIVES
         uri = str(self.location) if self.location else f"memory://ralph-archive-{id(self)}"
         self.dimension = dimension
-        self._db = lancedb.connect(uri, storage_options=options)
+        self._db = lancedb.connect(
+            uri, storage_options=options, read_consistency_interval=consistency
+        )
         # Until something is archived, a search of the archive is skipped without a call.
         self._open: dict[str, Any] = {}
         # Month tables and their row counts, kept by this process's writes (the store's only

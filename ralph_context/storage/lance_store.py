@@ -32,7 +32,7 @@ import structlog
 from lancedb.index import FTS, Bitmap, BTree, IvfSq, LabelList
 
 from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import ItemNotFound, ModelMismatch
+from ralph_context.errors import ItemNotFound, ModelMismatch, StoreError
 from ralph_context.models import ContextItem, ContextState, ContextType, IterationResult
 from ralph_context.storage import reads, threads, writer_lock
 from ralph_context.storage.archive import ArchivedItem, ArchiveStore
@@ -128,6 +128,13 @@ class LanceStore:
         dimension: That model's vector size (ignored when ``model_id`` is ``None``).
         vector_index_min_rows: Build an IVF index once the table has this many vectors.
         version_retention: How long old table versions are kept by compaction.
+        read_only: Open an existing store without its writer lock, to read while another
+            process writes it: nothing is created or migrated, every read sees the writer's
+            latest commit, and the caller must not write (the storage actor refuses to).
+
+    Raises:
+        StoreLocked: Another process writes the store (not when ``read_only``).
+        StoreError: ``read_only`` and there is no store at ``location`` yet.
     """
 
     def __init__(
@@ -138,12 +145,14 @@ class LanceStore:
         dimension: int | None,
         vector_index_min_rows: int = 5_000,
         version_retention: timedelta = timedelta(minutes=5),
+        read_only: bool = False,
     ) -> None:
         self.location = location
-        self._closed = False
+        self.read_only = read_only
+        self._closed = read_only  # nothing to release
         self.vector_index_min_rows = vector_index_min_rows
         self.version_retention = version_retention
-        if location is not None:
+        if location is not None and not read_only:
             writer_lock.acquire(location)
         try:
             self._open(model_id, dimension)
@@ -162,16 +171,18 @@ class LanceStore:
         uri = str(location) if location is not None else f"memory://ralph-context-{id(self)}"
         # Lance 2.1 reads scattered rows ~4 ms faster per query than the default (2.0) at 100k
         # items, and a vector search materialises every candidate row.
-        self._db = lancedb.connect(uri, storage_options=STORAGE_OPTIONS)
+        self._db = lancedb.connect(
+            uri, storage_options=STORAGE_OPTIONS, read_consistency_interval=self._consistency()
+        )
         self._vector_index = False
         self._index_looked_up = False
         self._nprobes = 8
         self.items = self._open_items()
-        self.iterations = self._db.create_table(
-            ITERATIONS, schema=iterations_schema(), exist_ok=True
+        self.iterations = self._table(ITERATIONS, iterations_schema())
+        self.usage = UsageLedger(self._table(USAGE, usage_schema()))
+        self.archive = ArchiveStore(
+            location, self.dimension, options=STORAGE_OPTIONS, consistency=self._consistency()
         )
-        self.usage = UsageLedger(self._db.create_table(USAGE, schema=usage_schema(), exist_ok=True))
-        self.archive = ArchiveStore(location, self.dimension, options=STORAGE_OPTIONS)
         self.packs = PackSpace(self._db, self.dimension)
         self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
         # Rows added or rewritten (an update moves a row) since the last maintenance: no
@@ -186,7 +197,11 @@ class LanceStore:
         self._next_sequence = threads.last_place(self.items) + 1
         self.prewarm()
         # Written only now that the table agreed with the model: a refused open changes nothing.
-        if self.model_id is not None and (recorded is None or recorded.model_id is None):
+        if (
+            not self.read_only
+            and self.model_id is not None
+            and (recorded is None or recorded.model_id is None)
+        ):
             self._write_record()
 
     def close(self) -> None:
@@ -201,17 +216,32 @@ class LanceStore:
 
     # --- tables ----------------------------------------------------------------------------
 
+    def _consistency(self) -> timedelta | None:
+        """A reader beside another process's writer checks for its commits on every read
+        (a manifest read); the writer sees its own writes anyway."""
+        return timedelta(0) if self.read_only else None
+
+    def _table(self, name: str, schema: pa.Schema) -> Any:
+        """Table ``name``, created empty if missing (refused when reading only)."""
+        if name in self._db.list_tables().tables:
+            return self._db.open_table(name)
+        if self.read_only:
+            raise StoreError(
+                f"no store at {self.location} yet (no {name} table): a read-only open never "
+                "creates one"
+            )
+        return self._db.create_table(name, schema=schema)
+
     def _open_items(self) -> Any:
-        if ITEMS in self._db.list_tables().tables:
-            table = self._db.open_table(ITEMS)
-        else:
-            table = self._db.create_table(ITEMS, schema=items_schema(self.dimension))
+        table = self._table(ITEMS, items_schema(self.dimension))
         stored = table.schema.field("vector").type
         if stored.list_size != self.dimension:
             raise ModelMismatch(
                 f"the store's vectors are {stored.list_size}-d but the model makes "
                 f"{self.dimension}-d ones; {REINDEX_HINT}"
             )
+        if self.read_only:
+            return table
         threads.ensure_column(table)
         indexed = {tuple(index.columns) for index in table.list_indices()}
         for column, config in _SCALAR_INDEXES:

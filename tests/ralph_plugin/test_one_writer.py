@@ -1,9 +1,11 @@
 """One writer per store, between real processes: a second server is refused and told who
 writes the store; the Ralph plugin, given an engine on a store a server already writes,
-works through that server instead of opening the store."""
+works through that server instead of opening the store; a command that only reads opens it
+read-only."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -56,6 +58,20 @@ def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
                 return [hit["item"]["content"] for hit in answer.structured_content["items"]]
 
         assert FACT in anyio.run(stored_by_the_server)
+
+        # A command that only reads opens the store read-only beside the server.
+        reading = subprocess.run(
+            [*CLI, "search", "invoice export CSV encoding", "--json"],
+            env=environment(config),
+            cwd=config.parent,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert reading.returncode == 0, reading.stderr
+        found = json.loads(reading.stdout)
+        assert FACT in [hit["content"] for hit in found["items"]]
     finally:
         server.kill()
         server.communicate(timeout=30)

@@ -11,8 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from ralph_context.errors import StoreLocked
+from ralph_context.actors.storage import AddItems, StorageActor
+from ralph_context.config import StorageSettings
+from ralph_context.errors import StoreError, StoreLocked
+from ralph_context.runtime.supervisor import Supervisor
 from ralph_context.storage import writer_lock
+from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
 from tests.helpers import unit
 from tests.storage.test_lance_store import item
@@ -28,6 +32,23 @@ _HOLD = textwrap.dedent(
         writer_lock.advertise(location, sys.argv[2])
     print("held", flush=True)
     sys.stdin.read()
+    """
+)
+
+_WRITE = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    import numpy as np
+    from ralph_context.models import ContextItem, ContextType
+    from ralph_context.storage.lance_store import LanceStore
+    store = LanceStore(Path(sys.argv[1]), model_id="m", dimension=4)
+    print("held", flush=True)
+    for line in sys.stdin:
+        vector = np.array([1, 0, 0, 0], dtype=np.float32)
+        item = ContextItem(content=line.strip(), content_type=ContextType.OUTPUT)
+        store.add_items([(item, vector)])
+        print("written", flush=True)
     """
 )
 
@@ -47,9 +68,11 @@ _TRY = textwrap.dedent(
 )
 
 
-def _hold(location: Path, endpoint: str | None = None) -> subprocess.Popen[str]:
+def _hold(
+    location: Path, endpoint: str | None = None, script: str = _HOLD
+) -> subprocess.Popen[str]:
     """Another process holding the store's writer lock (until its stdin closes)."""
-    arguments = [sys.executable, "-c", _HOLD, str(location), *([endpoint] if endpoint else [])]
+    arguments = [sys.executable, "-c", script, str(location), *([endpoint] if endpoint else [])]
     process = subprocess.Popen(arguments, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "held"
@@ -110,3 +133,45 @@ def test_one_process_shares_its_lock_and_the_last_close_frees_the_store(tmp_path
     assert _another_process_tries(tmp_path).startswith("refused:")
     second.close()
     assert _another_process_tries(tmp_path) == "acquired"
+
+
+def test_a_read_only_open_reads_beside_the_writer_and_sees_its_commits(tmp_path: Path) -> None:
+    writer = _hold(tmp_path, script=_WRITE)
+    assert writer.stdin is not None and writer.stdout is not None
+    try:
+        writer.stdin.write("written before the reader opened\n")
+        writer.stdin.flush()
+        assert writer.stdout.readline().strip() == "written"
+        reader = LanceStore(tmp_path, model_id="m", dimension=4, read_only=True)
+        assert writer_lock.holder(tmp_path) is not None  # the reader took nothing
+        writer.stdin.write("written while the reader was open\n")
+        writer.stdin.flush()
+        assert writer.stdout.readline().strip() == "written"
+        seen = {i.content for i in reader.list_items(ItemFilter(), 10)}
+        assert seen == {"written before the reader opened", "written while the reader was open"}
+        reader.close()  # releases nothing: the writer still holds the store
+        assert _another_process_tries(tmp_path).startswith("refused:")
+    finally:
+        writer.kill()
+        writer.communicate()
+
+
+def test_a_read_only_open_never_creates_a_store(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="read-only open never creates"):
+        LanceStore(tmp_path / "nothing-here", model_id="m", dimension=4, read_only=True)
+    assert not (tmp_path / "nothing-here" / "context_items.lance").exists()
+
+
+async def test_a_read_only_storage_actor_refuses_writes(tmp_path: Path) -> None:
+    first = LanceStore(tmp_path, model_id="m", dimension=4)
+    first.add_items([(item("stored by the writer"), unit(1, 0, 0, 0))])
+    first.close()
+    actor = StorageActor(StorageSettings(), tmp_path, ("m", 4), read_only=True)
+    async with Supervisor() as supervisor:
+        await supervisor.start(actor)
+        assert [i.content for i in await actor.list_items(ItemFilter(), 5)] == [
+            "stored by the writer"
+        ]
+        with pytest.raises(StoreError, match="open read-only"):
+            await actor.call(AddItems(((item("refused"), unit(0, 1, 0, 0)),)), timeout=30)
+    assert writer_lock.holder(tmp_path) is None
