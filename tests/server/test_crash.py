@@ -1,0 +1,90 @@
+"""The writer killed with SIGKILL while clients write, five times: every item the server
+acknowledged is in the store afterwards, and the store reopens healthy each time (the
+kernel released the writer lock of the killed process)."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+from pathlib import Path
+
+import anyio
+import mcp
+
+from ralph_context import Settings
+from ralph_context.storage.lance_store import LanceStore
+from tests.server_process import start_http_server
+
+CYCLES = 5
+
+
+async def _write_then_kill(
+    url: str, server: subprocess.Popen[bytes], cycle: int, acknowledged: list[str]
+) -> None:
+    """Store items one call after another; once 15 more are acknowledged, kill the server
+    at a random moment of the calls that follow (a call cut off was never acknowledged)."""
+    target = len(acknowledged) + 15
+    enough = anyio.Event()
+
+    async def write() -> None:
+        try:
+            async with mcp.Client(url) as client:
+                for n in range(10_000):
+                    answer = await client.call_tool(
+                        "store_context",
+                        {
+                            "content": f"cycle {cycle} note {n}: the build cache key",
+                            "context_type": "output",
+                        },
+                    )
+                    if answer.is_error or answer.structured_content is None:
+                        return
+                    acknowledged.append(str(answer.structured_content["id"]))
+                    if len(acknowledged) >= target:
+                        enough.set()
+        except Exception:  # the connection died with the server
+            return
+
+    async def kill() -> None:
+        await enough.wait()
+        await anyio.sleep(random.uniform(0, 0.05))
+        server.send_signal(signal.SIGKILL)
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as group:
+            group.start_soon(write)
+            group.start_soon(kill)
+
+
+async def _health(url: str) -> str:
+    async with mcp.Client(url) as client:
+        answer = await client.call_tool("health_check", {})
+        assert answer.structured_content is not None
+        return str(answer.structured_content["status"])
+
+
+def test_kill_9_during_writes_loses_no_acknowledged_item(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    config = tmp_path / "ralph.yaml"
+    config.write_text(
+        f"learning:\n  mcp_context:\n    storage:\n      path: {store}\n", encoding="utf-8"
+    )
+    acknowledged: list[str] = []
+    for cycle in range(CYCLES):
+        server, url = start_http_server(config)
+        try:
+            assert anyio.run(_health, url) == "healthy"
+            anyio.run(_write_then_kill, url, server, cycle, acknowledged)
+        finally:
+            server.kill()
+            server.communicate(timeout=30)
+        assert server.returncode == -signal.SIGKILL
+    settings = Settings.load(config)
+    reopened = LanceStore(settings.store_path(), model_id=None, dimension=None)
+    try:
+        found = {item.id for item in reopened.get_items(acknowledged)}
+    finally:
+        reopened.close()
+    assert len(acknowledged) >= CYCLES * 15
+    assert found == set(acknowledged)
