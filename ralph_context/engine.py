@@ -88,6 +88,10 @@ HELPFUL_DELTA = 0.10
 UNHELPFUL_DELTA = -0.15
 # Texts per embedding request: ~3 s of work here, far inside the per-call deadline.
 EMBED_CHUNK = 256
+# The tag of the error item an iteration's error becomes, and how many error items of one
+# iteration are compared with a new one (runs that reuse iteration numbers add up).
+ITERATION_ERROR_TAG = "iteration-error"
+_SAME_ITERATION_ERRORS = 100
 # Scoring is pure arithmetic on a few hundred candidates (~1 ms); past this the actor is
 # stuck and retrieval scores inline instead.
 SCORING_TIMEOUT = 5.0
@@ -283,21 +287,36 @@ class Engine:
         metadata: dict[str, JsonValue] | None = None,
         source: str = "",
         iteration: int | None = None,
+        idempotency_key: str | None = None,
     ) -> ContextItem:
         """Validate, embed and persist one item.
 
         If the embedding model is unavailable the item is stored without a vector and stays
-        findable by the text tier.
+        findable by the text tier. With ``idempotency_key``, a call repeating the key of an
+        earlier one returns the item that one stored and writes nothing (a client that
+        timed out retries safely; see ``storage.requests``).
 
         Raises:
             InvalidInput: Empty, oversized or non-UTF-8 content, unknown type, bad tags or
-                metadata. Nothing is stored.
+                metadata, or a key that is not 1-200 characters of text. Nothing is stored.
             ActorUnavailable: The store itself is down.
         """
-        (item,) = await self.store_many(
-            [NewItem(content, content_type, tags, metadata, source, iteration)]
-        )
-        return item
+        entry = NewItem(content, content_type, tags, metadata, source, iteration)
+        if idempotency_key is None:
+            (item,) = await self.store_many([entry])
+            return item
+        key = check_item_id(idempotency_key, name="idempotency_key")
+        built = self._build_item(entry)
+        storage = self._require_storage()
+        with self._foreground.busy():
+            first = storage.request_target(key)
+            if first is not None:
+                found = await storage.get_items([first])
+                if found:
+                    return found[0]
+            (vector,) = await self._embed_documents([built.content])
+            stored, _written = await storage.add_keyed(built, vector, key)
+            return stored
 
     async def store_many(self, entries: Sequence[NewItem]) -> list[ContextItem]:
         """Store several items with one embedding pass and one write; all or nothing.
@@ -334,12 +353,17 @@ class Engine:
         await self._require_storage().add_items(list(pairs))
         return len(pairs)
 
-    async def record_iteration(self, result: IterationResult) -> ContextItem | None:
+    async def record_iteration(
+        self, result: IterationResult, *, idempotency_key: str | None = None
+    ) -> ContextItem | None:
         """Persist an iteration's result, advance the lifecycle clock and queue a lifecycle
         pass (which runs in the background; this call does not wait for it).
 
         An ``error`` is also stored as an ``error`` item, so later iterations can retrieve
-        it by meaning; that item is returned.
+        it by meaning; that item is returned. Recording an iteration again replaces its
+        result, and the same error is not stored twice. With ``idempotency_key``, a call
+        repeating the key of an earlier one (whose iteration is recorded) returns that one's
+        error item and writes nothing.
 
         Raises:
             InvalidInput: A text field is not valid text or too long, or the iteration is
@@ -360,28 +384,70 @@ class Engine:
         for name, values in (("tool_calls", result.tool_calls), ("artifacts", result.artifacts)):
             for value in values:
                 check_text(value, name=name)
+        key = None
+        if idempotency_key is not None:
+            key = check_item_id(idempotency_key, name="idempotency_key")
+            repeated = await self._repeated_iteration(key, result.iteration)
+            if repeated is not None:
+                return repeated[0]
         error_item = None
         if result.error is not None and result.error.strip():
             error_item = self._build_item(
                 NewItem(
                     result.error,
                     ContextType.ERROR,
-                    tags=("iteration-error",),
+                    tags=(ITERATION_ERROR_TAG,),
                     metadata={"iteration": result.iteration},
                     source="orchestrator",
                     iteration=result.iteration,
                 )
             )
+        storage = self._require_storage()
         with self._foreground.busy():
-            await self._require_storage().add_iteration(result)
+            if key is not None and storage.request_target(key) is None:
+                await storage.put_request_key(key, error_item.id if error_item else "")
+            await storage.add_iteration(result)
             self._iteration = max(self._iteration, result.iteration)
             if error_item is not None:
-                (error_item,) = await self._persist([error_item])
+                error_item = await self._iteration_error(error_item, result.iteration)
         if not self.settings.lifecycle.auto_run or self._lifecycle is None:
             pass
         elif not self._lifecycle.tell(RunLifecycle()):
             log.info("lifecycle_not_queued", reason="busy or down; the next iteration retries")
         return error_item
+
+    async def _iteration_error(self, error_item: ContextItem, iteration: int) -> ContextItem:
+        """Store an iteration's error item, unless the same error of the same iteration is
+        stored already (the iteration was recorded again): then that one. An earlier run's
+        different error under the same number is a memory of its own and stays."""
+        stored = await self._require_storage().list_items(
+            ItemFilter(
+                types=(ContextType.ERROR,),
+                tags_any=(ITERATION_ERROR_TAG,),
+                min_iteration=iteration,
+                max_iteration=iteration,
+            ),
+            _SAME_ITERATION_ERRORS,
+        )
+        for item in stored:
+            if item.content == error_item.content and item.source == error_item.source:
+                return item
+        (persisted,) = await self._persist([error_item])
+        return persisted
+
+    async def _repeated_iteration(
+        self, key: str, iteration: int
+    ) -> tuple[ContextItem | None] | None:
+        """The first call's answer if ``key`` was used for a recorded iteration, else
+        ``None`` (a key whose iteration is missing: its writer died before recording)."""
+        storage = self._require_storage()
+        first = storage.request_target(key)
+        if first is None or await storage.iteration(iteration) is None:
+            return None
+        if not first:
+            return (None,)
+        found = await storage.get_items([first])
+        return (found[0] if found else None,)
 
     async def iteration(self, number: int) -> IterationResult:
         """The result reported for iteration ``number``.

@@ -94,6 +94,21 @@ class AddItems:
 
 
 @dataclass(frozen=True)
+class AddKeyed:
+    """One item under an idempotency key (never merged with other writes)."""
+
+    item: ContextItem
+    vector: Vectors | None
+    key: str
+
+
+@dataclass(frozen=True)
+class PutRequestKey:
+    key: str
+    target: str
+
+
+@dataclass(frozen=True)
 class FlushUsage:
     """Write the usage counters changed in memory to ``item_usage``."""
 
@@ -160,6 +175,8 @@ class InPacks:
 
 StorageRequest = (
     AddItems
+    | AddKeyed
+    | PutRequestKey
     | FlushUsage
     | AdjustUsefulness
     | DeleteItems
@@ -308,6 +325,14 @@ class StorageActor(Actor[StorageRequest, object]):
                 stored = await self._run(self.store.add_items, pairs)
                 self._writes += 1
                 return stored
+            case AddKeyed(item, vector, key):
+                keyed = await self._run(self.store.add_keyed, item, vector, key)
+                self._writes += 2
+                return keyed
+            case PutRequestKey(key, target):
+                await self._run(self.store.requests.put, key, target)
+                self._writes += 1
+                return None
         raise StoreError(f"unknown storage request {type(request).__name__}")
 
     async def handle_batch(self, batch: Sequence[Envelope[StorageRequest, object]]) -> None:
@@ -382,6 +407,21 @@ class StorageActor(Actor[StorageRequest, object]):
     async def adjust_usefulness(self, item_id: str, delta: float) -> float:
         reply = await self.call(AdjustUsefulness(item_id, delta), timeout=self.timeout)
         return cast(float, reply)
+
+    async def add_keyed(
+        self, item: ContextItem, vector: Vectors | None, key: str
+    ) -> tuple[ContextItem, bool]:
+        """Store ``item`` unless idempotency ``key`` was used before (see ``requests``):
+        the stored item, and whether it was written by this call."""
+        reply = await self.call(AddKeyed(item, vector, key), timeout=self.timeout)
+        return cast(tuple[ContextItem, bool], reply)
+
+    def request_target(self, key: str) -> str | None:
+        """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
+        return self.store.requests.get(key) if self._store is not None else None
+
+    async def put_request_key(self, key: str, target: str) -> None:
+        await self.call(PutRequestKey(key, target), timeout=self.timeout)
 
     async def delete_items(self, ids: Sequence[str]) -> int:
         return cast(int, await self.call(DeleteItems(tuple(ids)), timeout=self.timeout))

@@ -46,6 +46,14 @@ __all__ = ["register_tools"]
 TypeName = Literal["task", "iteration", "skill", "file", "output", "error"]
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Tags = Annotated[list[str] | None, Field(max_length=MAX_TAGS)]
+IdempotencyKey = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="Any text naming this write; repeating it returns the first result.",
+    ),
+]
 # Names and paths an iteration lists (tool_calls, artifacts), at most.
 MAX_LISTED = 1_000
 # Items per store_contexts call: ~10 s of embedding here, inside any client's timeout.
@@ -144,9 +152,14 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
         context_type: TypeName,
         tags: Tags = None,
         metadata: dict[str, Any] | None = None,
+        idempotency_key: IdempotencyKey = None,
     ) -> Stored:
-        """Store something worth remembering (embedded and indexed for retrieval)."""
-        item = await holder.get().store(content, context_type, tags=tags, metadata=metadata)
+        """Store something worth remembering (embedded and indexed for retrieval). A call
+        repeating an earlier call's idempotency_key returns that call's item and stores
+        nothing: retry a timed-out call with the same key."""
+        item = await holder.get().store(
+            content, context_type, tags=tags, metadata=metadata, idempotency_key=idempotency_key
+        )
         return Stored.of(item)
 
     @server.tool(annotations=WRITE)
@@ -185,9 +198,12 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
         tool_calls: Annotated[list[str] | None, Field(max_length=MAX_LISTED)] = None,
         artifacts: Annotated[list[str] | None, Field(max_length=MAX_LISTED)] = None,
         error: str | None = None,
+        idempotency_key: IdempotencyKey = None,
     ) -> IterationStored:
         """Record what an iteration did; an error is also stored as an error item. Advances
-        the lifecycle clock and queues a lifecycle pass."""
+        the lifecycle clock and queues a lifecycle pass. Recording an iteration again
+        replaces its result; a call repeating an earlier call's idempotency_key writes
+        nothing."""
         engine = holder.get()
         error_item = await engine.record_iteration(
             IterationResult(
@@ -200,7 +216,8 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
                 tool_calls=tuple(tool_calls or ()),
                 artifacts=tuple(artifacts or ()),
                 error=error,
-            )
+            ),
+            idempotency_key=idempotency_key,
         )
         return IterationStored(
             iteration=iteration,

@@ -41,6 +41,7 @@ from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
 from ralph_context.storage.index_merge import merge_deltas
 from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile
 from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.requests import REQUEST_KEYS, RequestLog, request_keys_schema
 from ralph_context.storage.schema import (
     ITEMS,
     ITERATIONS,
@@ -180,6 +181,7 @@ class LanceStore:
         self.items = self._open_items()
         self.iterations = self._table(ITERATIONS, iterations_schema())
         self.usage = UsageLedger(self._table(USAGE, usage_schema()))
+        self.requests = RequestLog(self._table(REQUEST_KEYS, request_keys_schema(), needed=False))
         self.archive = ArchiveStore(
             location, self.dimension, options=STORAGE_OPTIONS, consistency=self._consistency()
         )
@@ -221,10 +223,14 @@ class LanceStore:
         (a manifest read); the writer sees its own writes anyway."""
         return timedelta(0) if self.read_only else None
 
-    def _table(self, name: str, schema: pa.Schema) -> Any:
-        """Table ``name``, created empty if missing (refused when reading only)."""
+    def _table(self, name: str, schema: pa.Schema, *, needed: bool = True) -> Any:
+        """Table ``name``, created empty if missing. Reading only, a missing table is
+        refused, or ``None`` if not ``needed`` (one that stores written before it existed
+        lack)."""
         if name in self._db.list_tables().tables:
             return self._db.open_table(name)
+        if self.read_only and not needed:
+            return None
         if self.read_only:
             raise StoreError(
                 f"no store at {self.location} yet (no {name} table): a read-only open never "
@@ -523,9 +529,34 @@ class LanceStore:
 
     # --- iterations ------------------------------------------------------------------------
 
+    def add_keyed(
+        self, item: ContextItem, vector: Vectors | None, key: str
+    ) -> tuple[ContextItem, bool]:
+        """Store ``item`` unless a write with idempotency ``key`` came first; returns the
+        stored item and whether it was written now (see ``requests``)."""
+        known = self.requests.get(key)
+        if known is not None:
+            first = self.get_items([known]) or [e.item for e in self.archive.get([known])]
+            if first:
+                return first[0], False
+            # The first call's writer died between the key and the item: finish it.
+            item = item.model_copy(update={"id": known})
+        else:
+            self.requests.put(key, item.id)
+        (stored,) = self.add_items([(item, vector)])
+        return stored, True
+
     def add_iteration(self, result: IterationResult) -> None:
-        """Append one iteration's result."""
-        self.iterations.add([iteration_to_row(result)])
+        """Record one iteration's result, replacing an earlier record of the same
+        iteration (a retried or re-run report is not a second iteration)."""
+        (
+            self.iterations.merge_insert("iteration")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(
+                pa.Table.from_pylist([iteration_to_row(result)], schema=self.iterations.schema)
+            )
+        )
 
     def iteration(self, number: int) -> IterationResult | None:
         """The latest result reported for iteration ``number``, if any."""
