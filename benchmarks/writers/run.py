@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -24,12 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import mcp
 
-__all__ = ["main", "two_writers"]
+from benchmarks.latency.mcp_latency import start_http, write_config
 
-CLI = [sys.executable, "-m", "ralph_context"]
+__all__ = ["main", "two_writers"]
 
 
 async def _write(url: str, writer: str, count: int) -> list[str]:
@@ -47,40 +45,13 @@ async def _write(url: str, writer: str, count: int) -> list[str]:
     return ids
 
 
-def _start_server(store: Path, port: int) -> tuple[subprocess.Popen[bytes], str]:
-    config = store.parent / "ralph.yaml"
-    config.write_text(
-        f"learning:\n  mcp_context:\n    storage:\n      path: {store}\n"
-        "    lifecycle:\n      auto_run: false\n",
-        encoding="utf-8",
-    )
-    env = {**os.environ, "RALPH_CONTEXT_CONFIG": str(config)}
-    server = subprocess.Popen(
-        [*CLI, "serve", "--transport", "http", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError("the server exited at start")
-        try:
-            httpx.get(url, timeout=0.5)
-            return server, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-    server.kill()
-    raise RuntimeError(f"the server did not answer on {url}")
-
-
-def two_writers(store: Path, port: int, per_writer: int) -> dict[str, Any]:
+def two_writers(store: Path, per_writer: int) -> dict[str, Any]:
     """Run the server and two client processes on ``store``; the counts."""
     from ralph_context.storage.filters import ItemFilter
     from ralph_context.storage.lance_store import LanceStore
 
-    server, url = _start_server(store, port)
+    store.mkdir(parents=True, exist_ok=True)
+    server, url = start_http(write_config(store))
     try:
         started = time.monotonic()
         clients = [
@@ -128,7 +99,6 @@ def two_writers(store: Path, port: int, per_writer: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--per-writer", type=int, default=2000)
-    parser.add_argument("--port", type=int, default=18765)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--client", nargs=3, metavar=("URL", "NAME", "COUNT"), default=None)
     args = parser.parse_args(argv)
@@ -137,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(anyio.run(_write, url, name, int(count))))
         return 0
     with tempfile.TemporaryDirectory(prefix="ralph-writers-") as work:
-        report = two_writers(Path(work) / "store", args.port, args.per_writer)
+        report = two_writers(Path(work) / "store", args.per_writer)
     print(json.dumps(report, indent=2))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

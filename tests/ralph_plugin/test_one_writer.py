@@ -20,6 +20,19 @@ from tests.ralph_plugin.test_hook import FACT, SCRIPT, TASK
 from tests.server_process import CLI, environment, start_http_server
 
 
+def _cli(config: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """``ralph-context ARGUMENTS`` on the store ``config`` names, to its end."""
+    return subprocess.run(
+        [*CLI, *arguments],
+        env=environment(config),
+        cwd=config.parent,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
 def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
     ralph_workdir: Path, make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
@@ -31,15 +44,7 @@ def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
     )
     server, url = start_http_server(config)
     try:
-        second = subprocess.run(
-            [*CLI, "serve"],
-            env=environment(config),
-            cwd=config.parent,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+        second = _cli(config, "serve")
         assert second.returncode != 0
         assert f"process {server.pid}" in second.stderr
         assert url in second.stderr
@@ -60,15 +65,7 @@ def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
         assert FACT in anyio.run(stored_by_the_server)
 
         # A command that only reads opens the store read-only beside the server.
-        reading = subprocess.run(
-            [*CLI, "search", "invoice export CSV encoding", "--json"],
-            env=environment(config),
-            cwd=config.parent,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+        reading = _cli(config, "search", "invoice export CSV encoding", "--json")
         assert reading.returncode == 0, reading.stderr
         found = json.loads(reading.stdout)
         assert FACT in [hit["content"] for hit in found["items"]]

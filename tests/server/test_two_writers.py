@@ -6,13 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.writers.run import two_writers
-from tests.server_process import free_port
 
 
 def test_two_writers_through_the_server_lose_nothing_and_duplicate_nothing(
     tmp_path: Path,
 ) -> None:
-    report = two_writers(tmp_path / "store", free_port(), per_writer=150)
+    report = two_writers(tmp_path / "store", per_writer=150)
     assert report["acknowledged"] == 300
     assert report["stored"] == 300
     assert report["lost"] == 0
