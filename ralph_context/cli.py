@@ -231,6 +231,47 @@ def search(
 
 
 @app.command()
+def forget(
+    item_id: Annotated[
+        list[str] | None, typer.Option("--id", help="An item id; repeatable.")
+    ] = None,
+    type_: Annotated[
+        list[str] | None, typer.Option("--type", "-t", help="Of this type; repeatable.")
+    ] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Carrying this tag.")] = None,
+    older_than: Annotated[
+        int | None, typer.Option("--older-than", help="Created before this iteration.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List; delete nothing.")] = False,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+    log_level: LogOption = None,
+) -> None:
+    """Delete the items the selectors pick (AND-ed), live and archived, for good."""
+    settings = _settings(config, log_level)
+
+    async def work() -> dict[str, Any]:
+        async with _engine(settings) as engine:
+            report = await engine.forget(
+                item_ids=item_id,
+                context_types=type_,
+                tags=tag,
+                older_than_iteration=older_than,
+                dry_run=dry_run,
+            )
+        return {"dry_run": report.dry_run, "count": report.count, "item_ids": list(report.item_ids)}
+
+    payload = _run(work)
+    if as_json:
+        _emit_json(payload)
+        return
+    verb = "would forget" if dry_run else "forgot"
+    out.print(f"{verb} {payload['count']} item(s)", highlight=False)
+    for forgotten in payload["item_ids"]:
+        out.print(f"  {forgotten}", highlight=False)
+
+
+@app.command()
 def stats(
     config: ConfigOption = None, as_json: JsonOption = False, log_level: LogOption = None
 ) -> None:

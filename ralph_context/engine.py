@@ -42,6 +42,7 @@ from ralph_context.errors import (
     RalphContextError,
     StoreError,
 )
+from ralph_context.forgetting import ForgetReport, check_selection
 from ralph_context.models import (
     ContextItem,
     ContextType,
@@ -518,6 +519,35 @@ class Engine:
         if self.settings.lifecycle.summarizer_model is not None:
             timeout += 2 * self.settings.lifecycle.summarizer_budget_seconds
         return await self._lifecycle.call(request, timeout=timeout)
+
+    async def forget(
+        self,
+        *,
+        item_ids: Sequence[str] | None = None,
+        context_types: Sequence[ContextType | str] | None = None,
+        tags: Sequence[str] | None = None,
+        older_than_iteration: int | None = None,
+        dry_run: bool = False,
+    ) -> ForgetReport:
+        """Delete the items the selectors pick (AND-ed; at least one), live and archived:
+        their rows, vectors, usage counters and archived originals, then the old table
+        versions that still held them, so no tool, resource or search returns them.
+
+        Raises:
+            InvalidInput: No selector, or a bad one; nothing is deleted.
+            ActorUnavailable, StoreError: The store is down or read-only.
+        """
+        selection = check_selection(item_ids, context_types, tags, older_than_iteration)
+        storage = self._require_storage()
+        with self._foreground.busy():
+            hot, archived = await storage.forgettable(selection)
+            if dry_run or not (hot or archived):
+                return ForgetReport(dry_run, (*hot, *archived))
+            await storage.prune(hot, archived)
+        # Old versions still hold the rows: drop them now, not after the retention window.
+        await storage.maintain(reclaim=True)
+        log.info("forgotten", items=len(hot) + len(archived))
+        return ForgetReport(False, (*hot, *archived))
 
     async def recent_iterations(self, last_n: int = 5) -> list[IterationResult]:
         """The last ``last_n`` iterations, newest first.

@@ -34,6 +34,7 @@ from ralph_context.errors import (
     StoreError,
     StoreLocked,
 )
+from ralph_context.forgetting import ForgetSelection
 from ralph_context.models import ContextItem, ContextState, IterationResult
 from ralph_context.runtime import Actor, ActorState, Envelope, Foreground, PermanentFailure
 from ralph_context.storage.archive import ArchivedItem
@@ -441,6 +442,10 @@ class StorageActor(Actor[StorageRequest, object]):
 
     async def archive_items(self, ids: Sequence[str]) -> int:
         return cast(int, await self.call(ArchiveItems(tuple(ids)), timeout=self.timeout))
+
+    async def forgettable(self, selection: ForgetSelection) -> tuple[list[str], list[str]]:
+        """Hot and archived ids a forget call selects (see ``forgetting``)."""
+        return await self._read(LanceStore.forgettable, selection)
 
     async def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
         reply = await self.call(Prune(tuple(hot), tuple(archived)), timeout=self.timeout)

@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from ralph_context.actors.lifecycle import LifecycleReport
 from ralph_context.engine import EngineHealth
+from ralph_context.forgetting import ForgetReport
 from ralph_context.models import ContextItem, IterationResult, RetrievalResult, RetrievedItem
 from ralph_context.scoring import item_tokens
 from ralph_context.storage.lance_store import StoreStats
@@ -109,6 +110,18 @@ class IterationStored(BaseModel):
     current_iteration: int
     error_item_id: str | None
     lifecycle: Literal["queued", "manual"]
+
+
+class Forgotten(BaseModel):
+    """``forget_context``: the ids deleted (or, with ``dry_run``, that would be)."""
+
+    dry_run: bool
+    count: int
+    item_ids: list[str]
+
+    @classmethod
+    def of(cls, report: ForgetReport) -> Forgotten:
+        return cls(dry_run=report.dry_run, count=report.count, item_ids=list(report.item_ids))
 
 
 class LifecycleAnswer(BaseModel):

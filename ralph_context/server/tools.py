@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from ralph_context import __version__
 from ralph_context.engine import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS, NewItem
 from ralph_context.errors import RalphContextError
+from ralph_context.forgetting import MAX_FORGET_IDS
 from ralph_context.models import (
     MAX_COST,
     MAX_COUNT,
@@ -29,6 +30,7 @@ from ralph_context.server.schemas import (
     ContextAnswer,
     ContextStats,
     Feedback,
+    Forgotten,
     HealthReport,
     History,
     IterationStored,
@@ -253,6 +255,26 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
             min_score, dry_run=dry_run, progress=ctx.report_progress
         )
         return LifecycleAnswer.of(report)
+
+    @server.tool(annotations=DESTROY)
+    async def forget_context(
+        item_ids: Annotated[list[str] | None, Field(max_length=MAX_FORGET_IDS)] = None,
+        context_types: Annotated[list[TypeName] | None, Field(max_length=6)] = None,
+        tags: Tags = None,
+        older_than_iteration: Annotated[int | None, Field(ge=0, le=MAX_ITERATION)] = None,
+        dry_run: bool = False,
+    ) -> Forgotten:
+        """Delete the items the selectors pick, live and archived, for good: no tool,
+        resource or search returns them afterwards. Selectors combine with AND; at least
+        one is required. dry_run lists what would go."""
+        report = await holder.get().forget(
+            item_ids=item_ids,
+            context_types=context_types,
+            tags=tags,
+            older_than_iteration=older_than_iteration,
+            dry_run=dry_run,
+        )
+        return Forgotten.of(report)
 
     @server.tool(annotations=READ)
     async def get_context_stats() -> ContextStats:

@@ -33,6 +33,7 @@ from lancedb.index import FTS, Bitmap, BTree, IvfSq, LabelList
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ItemNotFound, ModelMismatch, StoreError
+from ralph_context.forgetting import ForgetSelection
 from ralph_context.models import ContextItem, ContextState, ContextType, IterationResult
 from ralph_context.storage import reads, threads, writer_lock
 from ralph_context.storage.archive import ArchivedItem, ArchiveStore
@@ -514,6 +515,19 @@ class LanceStore:
         """Archived items (without their text), for pruning: with ``before`` only those
         created before that iteration, with ``below`` only those less useful than that."""
         return self.archive.rows("archived", before=before, below=below)
+
+    def forgettable(self, selection: ForgetSelection) -> tuple[list[str], list[str]]:
+        """The ids ``selection`` picks: hot items, and archived items not in the hot table."""
+        where = selection.live_filter().to_sql()
+        rows = self.items.search().where(where).select(["id"]).limit(None).to_arrow()
+        hot = [str(i) for i in rows.column("id").to_pylist()]
+        live = set(hot)
+        archived = [
+            entry.item.id
+            for entry in self.archive.rows("archived")
+            if entry.item.id not in live and selection.matches(entry.item)
+        ]
+        return hot, archived
 
     def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
         """Delete items for good: from the hot table, and every archive row of either list

@@ -20,6 +20,7 @@ CONTEXT_TOOLS = {
     "store_iteration_result",
     "summarize_old_context",
     "prune_low_value_context",
+    "forget_context",
     "get_context_stats",
     "health_check",
 }
