@@ -12,7 +12,8 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
@@ -34,6 +35,7 @@ from ralph_context.models import ContextType, RetrievalResult
 if TYPE_CHECKING:
     from ralph_context.engine import Engine, EngineHealth
     from ralph_context.storage.lance_store import StoreStats
+    from ralph_context.transfer import TransferReport
 
 __all__ = ["app", "main"]
 
@@ -269,6 +271,71 @@ def forget(
     out.print(f"{verb} {payload['count']} item(s)", highlight=False)
     for forgotten in payload["item_ids"]:
         out.print(f"  {forgotten}", highlight=False)
+
+
+@app.command("export")
+def export_(
+    path: Annotated[Path, typer.Argument(help="The JSON-lines file to write (- for stdout).")],
+    vectors: Annotated[
+        bool, typer.Option("--vectors/--no-vectors", help="Include the vectors.")
+    ] = True,
+    config: ConfigOption = None,
+    log_level: LogOption = None,
+) -> None:
+    """Write the store (items, archived items, iterations) as JSON lines."""
+    from ralph_context.transfer import export_store
+
+    settings = _settings(config, log_level)
+
+    async def work() -> TransferReport:
+        async with _reader(settings) as engine:
+            with _progress("exported") as tick:
+                if str(path) == "-":
+                    return await export_store(engine, sys.stdout, vectors=vectors, progress=tick)
+                with path.open("w", encoding="utf-8") as out:
+                    return await export_store(engine, out, vectors=vectors, progress=tick)
+
+    report = _run(work)
+    err.print(_transfer_line("exported", report), highlight=False)
+
+
+@app.command("import")
+def import_(
+    path: Annotated[Path, typer.Argument(help="A file `ralph-context export` wrote.")],
+    config: ConfigOption = None,
+    log_level: LogOption = None,
+) -> None:
+    """Store what an export wrote; items already in the store are skipped."""
+    from ralph_context.transfer import import_store
+
+    settings = _settings(config, log_level)
+    if not path.is_file():
+        raise _fail(f"{path} is not a file", 2)
+
+    async def work() -> TransferReport:
+        async with _engine(settings) as engine:
+            with _progress("imported") as tick, path.open(encoding="utf-8") as lines:
+                return await import_store(engine, lines, progress=tick)
+
+    report = _run(work)
+    err.print(_transfer_line("imported", report), highlight=False)
+
+
+@contextmanager
+def _progress(verb: str) -> Iterator[Callable[[int], None]]:
+    """A progress line on stderr while a transfer runs; yields the counter to call."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), console=err) as bar:
+        task = bar.add_task(f"{verb} 0")
+        yield lambda done: bar.update(task, description=f"{verb} {done:,}")
+
+
+def _transfer_line(verb: str, report: TransferReport) -> str:
+    return (
+        f"{verb} {report.items} items, {report.archived} archived, {report.iterations} "
+        f"iterations ({report.skipped} already there, {report.embedded} embedded again)"
+    )
 
 
 @app.command()

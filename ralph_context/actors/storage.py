@@ -242,6 +242,11 @@ class StorageActor(Actor[StorageRequest, object]):
         return self._store.model_id if self._store is not None else None
 
     @property
+    def dimension(self) -> int | None:
+        """The open store's vector size (``None`` if not open)."""
+        return self._store.dimension if self._store is not None else None
+
+    @property
     def archive_empty(self) -> bool:
         """True while nothing was ever archived (or the store is not open): retrieval then
         skips the archive without a call. A plain read of a flag only this actor sets."""
@@ -461,6 +466,14 @@ class StorageActor(Actor[StorageRequest, object]):
 
     async def get_items(self, ids: Sequence[str]) -> list[ContextItem]:
         return await self._read(LanceStore.get_items, list(ids))
+
+    async def item_ids(self) -> list[str]:
+        return await self._read(LanceStore.item_ids)
+
+    async def items_with_vectors(
+        self, ids: Sequence[str]
+    ) -> list[tuple[ContextItem, Vectors | None]]:
+        return await self._read(LanceStore.items_with_vectors, list(ids))
 
     async def list_items(self, where: ItemFilter, limit: int) -> list[ContextItem]:
         return await self._read(LanceStore.list_items, where, limit)

@@ -435,6 +435,15 @@ class LanceStore:
             )
         return found
 
+    def item_ids(self) -> list[str]:
+        """Every hot item's id (one column read: an export lists them, then reads chunks)."""
+        rows = self.items.search().select(["id"]).limit(None).to_arrow()
+        return [str(i) for i in rows.column("id").to_pylist()]
+
+    def items_with_vectors(self, ids: Sequence[str]) -> list[tuple[ContextItem, Vectors | None]]:
+        """Hot items of ``ids`` with their vectors (``None`` where they have none)."""
+        return self._with_vectors(ids)
+
     def missing_vectors(self, limit: int) -> list[ContextItem]:
         """Items stored while no model was loaded (they have no vector), at most ``limit``."""
         table = self.items.search().where("vector IS NULL").limit(limit).to_arrow()

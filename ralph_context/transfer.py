@@ -1,0 +1,222 @@
+"""Export and import (``ralph-context export`` / ``import``): a store as JSON lines, for
+backups and for moving memory between machines and embedding models.
+
+The file is streamed both ways (a 1M-item store never sits in memory): a header line, then
+one line per hot item, archived item and iteration::
+
+    {"format": "ralph-context-export/1", "model_id": ..., "dimension": 384, ...}
+    {"kind": "item", "item": {...}, "vector": [...] | null}
+    {"kind": "archived", "item": {...}, "vector": null}
+    {"kind": "iteration", "iteration": {...}}
+
+Items keep their ids, counters and iterations. On import a vector is used as it is when
+the file's model and dimension are the store's; otherwise (another model, or exported
+without vectors) the text is embedded again. Items whose id is already in the store are
+skipped, so importing a file twice, or into the store it came from, stores nothing twice.
+Archived items come back archived; their vectors are not exported (they are embedded
+again on import), nor are the full texts kept for summarized items.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
+
+from ralph_context.errors import InvalidInput
+from ralph_context.models import ContextItem, IterationResult
+from ralph_context.validation import check_content, check_metadata, check_tags
+
+if TYPE_CHECKING:
+    from ralph_context.embeddings.local import Vectors
+    from ralph_context.engine import Engine
+
+__all__ = ["FORMAT", "TransferReport", "export_store", "import_store"]
+
+FORMAT = "ralph-context-export/1"
+# Items read, embedded or written per step.
+_CHUNK = 256
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class TransferReport:
+    """What an export wrote or an import stored."""
+
+    items: int = 0
+    archived: int = 0
+    iterations: int = 0
+    skipped: int = 0
+    embedded: int = 0
+
+
+async def export_store(
+    engine: Engine, out: TextIO, *, vectors: bool = True, progress: Progress | None = None
+) -> TransferReport:
+    """Write ``engine``'s store to ``out`` as JSON lines; ``progress`` gets each line
+    count written."""
+    storage = engine._require_storage()
+    report = TransferReport()
+    header = {
+        "format": FORMAT,
+        "model_id": storage.model_id,
+        "dimension": storage.dimension,
+        "exported_at": datetime.now(UTC).isoformat(),
+        "vectors": vectors,
+    }
+    out.write(json.dumps(header) + "\n")
+    ids = await storage.item_ids()
+    for start in range(0, len(ids), _CHUNK):
+        for item, vector in await storage.items_with_vectors(ids[start : start + _CHUNK]):
+            shown = vector.tolist() if vectors and vector is not None else None
+            _line(out, {"kind": "item", "item": item.model_dump(mode="json"), "vector": shown})
+            report.items += 1
+        _tick(progress, report)
+    archived_ids = [entry.item.id for entry in await storage.archived_rows()]
+    for start in range(0, len(archived_ids), _CHUNK):
+        for entry in await storage.find_archived(archived_ids[start : start + _CHUNK]):
+            if entry.reason == "archived":
+                _line(out, {"kind": "archived", "item": entry.item.model_dump(mode="json")})
+                report.archived += 1
+        _tick(progress, report)
+    for result in await storage.recent_iterations(1 << 62):
+        _line(out, {"kind": "iteration", "iteration": result.model_dump(mode="json")})
+        report.iterations += 1
+    _tick(progress, report)
+    return report
+
+
+async def import_store(
+    engine: Engine, lines: Iterable[str], *, progress: Progress | None = None
+) -> TransferReport:
+    """Store what an export wrote (see the module docstring).
+
+    Raises:
+        InvalidInput: Not an export of this format, or a malformed line (named by number).
+    """
+    storage = engine._require_storage()
+    report = TransferReport()
+    numbered = iter(enumerate(lines, start=1))
+    header = _header(numbered)
+    same_model = (
+        header.get("model_id") == storage.model_id and header.get("dimension") == storage.dimension
+    )
+    limit = engine.settings.storage.max_content_bytes
+    pending: list[tuple[ContextItem, list[float] | None, bool]] = []
+    for number, record in _records(numbered):
+        kind = record.get("kind")
+        try:
+            if kind in ("item", "archived"):
+                item = _checked(ContextItem.model_validate(record["item"]), limit)
+                vector = _usable(record.get("vector"), storage.dimension) if same_model else None
+                pending.append((item, vector, kind == "archived"))
+                if len(pending) >= _CHUNK:
+                    await _store_chunk(engine, pending, report)
+                    pending = []
+                    _tick(progress, report)
+            elif kind == "iteration":
+                await storage.add_iteration(IterationResult.model_validate(record["iteration"]))
+                report.iterations += 1
+            else:
+                raise InvalidInput(f"unknown kind {kind!r}")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInput(f"line {number}: {exc}") from None
+    if pending:
+        await _store_chunk(engine, pending, report)
+    _tick(progress, report)
+    return report
+
+
+async def _store_chunk(
+    engine: Engine,
+    chunk: list[tuple[ContextItem, list[float] | None, bool]],
+    report: TransferReport,
+) -> None:
+    storage = engine._require_storage()
+    ids = [item.id for item, _, _ in chunk]
+    present = {item.id for item in await storage.get_items(ids)}
+    present |= {entry.item.id for entry in await storage.find_archived(ids)}
+    fresh = [entry for entry in chunk if entry[0].id not in present]
+    report.skipped += len(chunk) - len(fresh)
+    if not fresh:
+        return
+    vectors: list[Vectors | None] = [
+        None if vector is None else np.asarray(vector, dtype=np.float32) for _, vector, _ in fresh
+    ]
+    missing = [n for n, vector in enumerate(vectors) if vector is None]
+    if missing:
+        embedded = await engine.embed([fresh[n][0].content for n in missing])
+        for n, vector in zip(missing, embedded, strict=True):
+            vectors[n] = vector
+        report.embedded += sum(vector is not None for vector in embedded)
+    pairs = [(item, vector) for (item, _, _), vector in zip(fresh, vectors, strict=True)]
+    await storage.add_items(pairs)
+    archived = [item.id for item, _, was_archived in fresh if was_archived]
+    if archived:
+        await storage.archive_items(archived)
+    report.archived += len(archived)
+    report.items += len(fresh) - len(archived)
+
+
+def _checked(item: ContextItem, max_bytes: int) -> ContextItem:
+    """An imported item under the same rules as a stored one (the file may come from
+    anywhere)."""
+    check_content(item.content, max_bytes=max_bytes)
+    check_tags(item.tags)
+    check_metadata(item.metadata)
+    return item
+
+
+def _usable(vector: object, dimension: int | None) -> list[float] | None:
+    """The file's vector if it is ``dimension`` finite numbers of unit length, else ``None``
+    (the text is embedded again)."""
+    if not isinstance(vector, list) or dimension is None or len(vector) != dimension:
+        return None
+    try:
+        array = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError):
+        return None
+    if not np.isfinite(array).all() or abs(float(np.linalg.norm(array)) - 1.0) > 1e-3:
+        return None
+    return [float(x) for x in array]
+
+
+def _header(numbered: Iterator[tuple[int, str]]) -> dict[str, Any]:
+    for number, line in numbered:
+        if not line.strip():
+            continue
+        try:
+            header = json.loads(line)
+        except ValueError:
+            header = None
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            raise InvalidInput(f"line {number}: not a {FORMAT} file (its first line says so)")
+        return header
+    raise InvalidInput("the file is empty")
+
+
+def _records(numbered: Iterator[tuple[int, str]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, line in numbered:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise InvalidInput(f"line {number}: not JSON ({exc})") from None
+        if not isinstance(record, dict):
+            raise InvalidInput(f"line {number}: not a JSON object")
+        yield number, record
+
+
+def _line(out: TextIO, record: dict[str, Any]) -> None:
+    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _tick(progress: Progress | None, report: TransferReport) -> None:
+    if progress is not None:
+        progress(report.items + report.archived + report.iterations + report.skipped)
