@@ -160,6 +160,7 @@ def _health_payload(health: EngineHealth) -> dict[str, Any]:
         "tier": health.tier.value,
         "model_id": health.model_id,
         "store": health.store,
+        "without_vector": health.without_vector,
         "actors": {
             name: {"state": s.state.value, "restarts": s.restarts, "last_error": s.last_error}
             for name, s in health.actors.items()

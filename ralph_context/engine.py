@@ -123,6 +123,9 @@ class EngineHealth:
     # Optional actors left off by configuration (no language model set up): down, but the
     # engine is not degraded by their absence.
     not_configured: frozenset[str] = frozenset()
+    # Items stored without a vector, awaiting a backfill (None: the store is not open, or
+    # is read beside another process's writer).
+    without_vector: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -771,7 +774,12 @@ class Engine:
             if not actor.configured
         )
         return EngineHealth(
-            actors=actors, tier=tier, model_id=model, store=location, not_configured=unused
+            actors=actors,
+            tier=tier,
+            model_id=model,
+            store=location,
+            not_configured=unused,
+            without_vector=self._storage.without_vector if self._storage is not None else None,
         )
 
     @property

@@ -70,7 +70,7 @@ async def export_store(
         "vectors": vectors,
     }
     out.write(json.dumps(header) + "\n")
-    ids = await storage.item_ids()
+    ids = await storage.all_ids()
     for start in range(0, len(ids), _CHUNK):
         for item, vector in await storage.items_with_vectors(ids[start : start + _CHUNK]):
             shown = vector.tolist() if vectors and vector is not None else None

@@ -165,17 +165,26 @@ async def test_a_crashing_model_degrades_search_to_text_without_raising(
     make_settings: SettingsFactory, embedder: LocalEmbedder
 ) -> None:
     model = CrashingModel(embedder)
+    settings = make_settings()
     with anyio.fail_after(30):
-        async with Engine(make_settings(), model_loader=lambda _s: model) as engine:
+        async with Engine(settings, model_loader=lambda _s: model) as engine:
             target = await engine.store("Segfault in the image resizer on PNG input", "error")
             model.broken = True
             result = await engine.search("resizer crashes on png files")
             stored = await engine.store("raw note kept while inference is broken", "output")
             stats = await engine.stats()
+            health = engine.health()
     assert result.tier is Tier.TEXT
     assert [h.item.id for h in result.items] == [target.id]
     assert stored.content.startswith("raw note")
-    assert stats.without_vector == 1
+    # Counted in stats and health (from running counts), and given a vector once the
+    # model answers again (here: the next start).
+    assert stats.without_vector == 1 and health.without_vector == 1
+    model.broken = False
+    with anyio.fail_after(30):
+        async with Engine(settings, model_loader=lambda _s: model) as engine:
+            assert engine.health().without_vector == 0
+            assert (await engine.stats()).without_vector == 0
 
 
 async def test_engine_without_a_model_starts_and_serves_the_text_tier(

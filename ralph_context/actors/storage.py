@@ -247,6 +247,14 @@ class StorageActor(Actor[StorageRequest, object]):
         return self._store.dimension if self._store is not None else None
 
     @property
+    def without_vector(self) -> int | None:
+        """Items stored without a vector, from the store's running counts (``None`` when
+        the store is not open or is read beside another writer: counting would read)."""
+        if self._store is None or self.read_only:
+            return None
+        return self._store.without_vector
+
+    @property
     def archive_empty(self) -> bool:
         """True while nothing was ever archived (or the store is not open): retrieval then
         skips the archive without a call. A plain read of a flag only this actor sets."""
@@ -467,8 +475,8 @@ class StorageActor(Actor[StorageRequest, object]):
     async def get_items(self, ids: Sequence[str]) -> list[ContextItem]:
         return await self._read(LanceStore.get_items, list(ids))
 
-    async def item_ids(self) -> list[str]:
-        return await self._read(LanceStore.item_ids)
+    async def all_ids(self) -> list[str]:
+        return await self._read(LanceStore.all_ids)
 
     async def items_with_vectors(
         self, ids: Sequence[str]

@@ -200,6 +200,9 @@ class HealthReport(BaseModel):
     model_id: str | None
     current_iteration: int
     version: str
+    # Items stored without a vector (the model did not answer in time), until a backfill
+    # gives them one; full-text search finds them meanwhile. None when not counted here.
+    without_vector: int | None = None
 
     @classmethod
     def of(
@@ -235,4 +238,5 @@ class HealthReport(BaseModel):
             model_id=health.model_id,
             current_iteration=current_iteration,
             version=version,
+            without_vector=health.without_vector,
         )
