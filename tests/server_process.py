@@ -1,4 +1,5 @@
-"""Start ``ralph-context serve --transport http`` as a real subprocess and wait until it answers."""
+"""Start ``ralph-context serve`` as a real subprocess: over HTTP (wait until it answers), or
+the parameters for a stdio client."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 import httpx
+from mcp import StdioServerParameters
 
 CLI = [sys.executable, "-m", "ralph_context"]
 
@@ -56,3 +58,12 @@ def start_http_server(config: Path) -> tuple[subprocess.Popen[bytes], str]:
             time.sleep(0.1)
     process.kill()
     raise AssertionError(f"the server did not answer on {url} within 60 s")
+
+
+def stdio_server(directory: Path) -> StdioServerParameters:
+    """A stdio server on a fresh store in ``directory`` (its own ``ralph.yaml``)."""
+    config = directory / "ralph.yaml"
+    config.write_text("learning:\n  mcp_context:\n    storage:\n      path: store\n")
+    return StdioServerParameters(
+        command=CLI[0], args=[*CLI[1:], "serve"], env=environment(config), cwd=str(directory)
+    )

@@ -10,14 +10,13 @@ from pathlib import Path
 import anyio
 import mcp
 import pytest
-from mcp import StdioServerParameters
 from mcp.types import TextResourceContents
 
 from ralph_context import Engine, InvalidInput, ItemNotFound
 from ralph_context.models import ContextType
 from tests.helpers import Loader, SettingsFactory
 from tests.server.mcp_scenario import call
-from tests.server_process import CLI, environment
+from tests.server_process import stdio_server
 
 SECRET = "the staging database password is hunter2-zanzibar"
 KEPT = "retry the upload with exponential backoff when S3 answers 503"
@@ -58,11 +57,7 @@ async def test_forget_deletes_the_selected_items_live_and_archived(
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_forget_context_through_the_real_server_leaves_no_trace(tmp_path: Path) -> None:
-    config = tmp_path / "ralph.yaml"
-    config.write_text("learning:\n  mcp_context:\n    storage:\n      path: store\n")
-    params = StdioServerParameters(
-        command=CLI[0], args=[*CLI[1:], "serve"], env=environment(config), cwd=str(config.parent)
-    )
+    params = stdio_server(tmp_path)
     with anyio.fail_after(180):
         async with mcp.Client(params) as client:
             secret = await call(

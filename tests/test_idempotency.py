@@ -8,7 +8,6 @@ from pathlib import Path
 import anyio
 import mcp
 import pytest
-from mcp import StdioServerParameters
 
 from ralph_context import Engine, InvalidInput
 from ralph_context.models import ContextItem, ContextType, IterationResult
@@ -16,7 +15,7 @@ from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
 from tests.helpers import Loader, SettingsFactory, unit
 from tests.server.mcp_scenario import call
-from tests.server_process import CLI, environment
+from tests.server_process import stdio_server
 
 
 async def test_a_repeated_key_returns_the_first_item_and_stores_nothing(
@@ -94,11 +93,7 @@ async def test_a_repeated_iteration_key_writes_nothing(
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_the_tools_take_an_idempotency_key(tmp_path: Path) -> None:
-    config = tmp_path / "ralph.yaml"
-    config.write_text("learning:\n  mcp_context:\n    storage:\n      path: store\n")
-    params = StdioServerParameters(
-        command=CLI[0], args=[*CLI[1:], "serve"], env=environment(config), cwd=str(config.parent)
-    )
+    params = stdio_server(tmp_path)
     with anyio.fail_after(180):
         async with mcp.Client(params) as client:
             arguments = {"content": "a note", "context_type": "output", "idempotency_key": "a"}
