@@ -17,7 +17,6 @@ import math
 import os
 import time
 import warnings
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -53,6 +52,7 @@ from ralph_context.storage.schema import (
     iteration_to_row,
     iterations_schema,
 )
+from ralph_context.storage.tally import Tally, counts
 from ralph_context.storage.upkeep import tidy
 from ralph_context.storage.usage import USAGE, UsageLedger, usage_schema
 from ralph_context.storage.vectors import partitions, probes, vector_list, vector_matrix
@@ -190,6 +190,7 @@ class LanceStore:
         self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
         # Hot rows, kept by this process's writes (with _vector_rows: items without one).
         self._rows = int(self.items.count_rows())
+        self._tally = None if self.read_only else Tally(self.items)
         # Rows added or rewritten (an update moves a row) since the last maintenance: no
         # index covers them, so every search scans them (8,000 aged rows cost a full-text
         # query 5 -> 60 ms at 100k); maintenance folds them in.
@@ -274,10 +275,13 @@ class LanceStore:
             stored.append(placed)
             rows.append(item_to_row(placed, vector))
         if rows:
-            self.items.add(pa.Table.from_pylist(rows, schema=self.items.schema))
+            batch = pa.Table.from_pylist(rows, schema=self.items.schema)
+            self.items.add(batch)
             self.usage.register(stored)
             self._vector_rows += sum(vector is not None for _, vector in pairs)
             self._rows += len(rows)
+            if self._tally is not None:
+                self._tally.add(batch)
             self._saw_iteration(max(item.created_iteration for item in stored))
             self.unindexed_rows += len(rows)
         return stored
@@ -385,7 +389,9 @@ class LanceStore:
         if not targets:
             return 0
         where = ItemFilter(ids=targets).to_sql()
-        before = self.items.count_rows(where)
+        doomed = self.items.search().where(where).select(["content_type", "state"]).limit(None)
+        doomed_rows = doomed.to_arrow()
+        before = doomed_rows.num_rows
         # Counted on the doomed rows only: a recount of the table read every vector's
         # validity, a full scan per slice of a mass archive.
         with_vectors = self.items.count_rows(f"({where}) AND vector IS NOT NULL")
@@ -393,6 +399,8 @@ class LanceStore:
         self.usage.forget(targets)
         self._vector_rows = max(0, self._vector_rows - int(with_vectors))
         self._rows = max(0, self._rows - int(before))
+        if self._tally is not None:
+            self._tally.remove(doomed_rows)
         return int(before)
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -421,6 +429,9 @@ class LanceStore:
         """Move items to ``state`` (one update per chunk of ids)."""
         for start in range(0, len(ids), _ID_CHUNK):
             where = ItemFilter(ids=tuple(ids[start : start + _ID_CHUNK])).to_sql()
+            if self._tally is not None:
+                old = self.items.search().where(where).select(["state"]).limit(None)
+                self._tally.move(old.to_arrow().column("state").to_pylist(), state.value)
             self.items.update(where=where, values={"state": state.value})
         self.unindexed_rows += len(ids)
 
@@ -488,6 +499,8 @@ class LanceStore:
             rows.append(item_to_row(rewritten, vector))
         table = pa.Table.from_pylist(rows, schema=self.items.schema)
         self.items.merge_insert("id").when_matched_update_all().execute(table)
+        if self._tally is not None:
+            self._tally.move((item.state.value for item, _ in pairs), ContextState.SUMMARIZED)
         self.unindexed_rows += len(rows)
         return len(rows)
 
@@ -759,11 +772,17 @@ class LanceStore:
 
     def stats(self) -> StoreStats:
         """Counts by type and state, size, version and index facts."""
-        columns = self.items.search().select(["content_type", "state"]).limit(None).to_arrow()
-        by_type = _counts(columns.column("content_type").to_pylist())
-        by_state = _counts(columns.column("state").to_pylist())
+        if self._tally is not None:
+            by_type, by_state = self._tally.snapshot()
+            items = self._rows
+        else:
+            columns = self.items.search().select(["content_type", "state"]).limit(None)
+            scanned = columns.to_arrow()
+            by_type = counts(scanned.column("content_type").to_pylist())
+            by_state = counts(scanned.column("state").to_pylist())
+            items = scanned.num_rows
         return StoreStats(
-            items=columns.num_rows,
+            items=items,
             by_type=by_type,
             by_state=by_state,
             without_vector=self.without_vector,
@@ -795,7 +814,3 @@ class LanceStore:
 def _total_bytes(table: Any) -> int:
     stats: Any = table.stats()  # a dict at run time, typed as a class
     return int(stats["total_bytes"])
-
-
-def _counts(values: Iterable[object]) -> dict[str, int]:
-    return dict(Counter(str(value) for value in values))

@@ -308,3 +308,34 @@ def test_a_hung_upkeep_process_is_killed_at_its_deadline(tmp_path: Path) -> None
         assert upkeep._process is not None and upkeep._process.pid != child.pid
     finally:
         upkeep.close()
+
+
+def test_the_writers_running_counts_match_a_scan_after_every_kind_of_write(
+    tmp_path: Path,
+) -> None:
+    """stats() answers from counts the writer keeps; after adds, state changes, summaries,
+    archiving and deletes they must equal what a reader beside it counts from the rows."""
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    kinds = [ContextType.OUTPUT, ContextType.ERROR, ContextType.SKILL]
+    stored = store.add_items(
+        [(item(f"note {n}", kinds[n % 3]), unit(1, n, 0, 0)) for n in range(30)]
+    )
+    stored += store.add_items([(item("no vector yet", ContextType.TASK), None)])
+    ids = [i.id for i in stored]
+    store.set_state(ids[:10], ContextState.AGING)
+    store.set_state(ids[5:15], ContextState.AGING)  # some twice
+    store.summarize_items({ids[0]: "short", ids[20]: "short too"}, datetime.now(UTC))
+    store.archive_items(ids[1:4], datetime.now(UTC))
+    store.prune(ids[25:27], ids[1:2])
+    store.delete_items([ids[28], "no-such-id"])
+    counted = store.stats()
+    reader = LanceStore(tmp_path, model_id="m", dimension=4, read_only=True)
+    scanned = reader.stats()
+    assert (counted.items, counted.by_type, counted.by_state) == (
+        scanned.items,
+        scanned.by_type,
+        scanned.by_state,
+    )
+    assert counted.items == 31 - 3 - 2 - 1
+    assert counted.without_vector == scanned.without_vector == 1
+    store.close()
