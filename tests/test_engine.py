@@ -177,14 +177,30 @@ async def test_a_crashing_model_degrades_search_to_text_without_raising(
     assert result.tier is Tier.TEXT
     assert [h.item.id for h in result.items] == [target.id]
     assert stored.content.startswith("raw note")
-    # Counted in stats and health (from running counts), and given a vector once the
-    # model answers again (here: the next start).
+    # Counted in stats and health (from running counts).
     assert stats.without_vector == 1 and health.without_vector == 1
-    model.broken = False
-    with anyio.fail_after(30):
-        async with Engine(settings, model_loader=lambda _s: model) as engine:
-            assert engine.health().without_vector == 0
+
+
+async def test_items_stored_without_a_vector_get_one_once_the_model_answers_again(
+    make_settings: SettingsFactory, embedder: LocalEmbedder
+) -> None:
+    model = CrashingModel(embedder)
+    with anyio.fail_after(60):
+        async with Engine(make_settings(), model_loader=lambda _s: model) as engine:
+            model.broken = True
+            raw = await engine.store("raw note kept while inference is broken", "output")
+            assert engine.health().without_vector == 1
+            model.broken = False
+            while engine.semantic_unavailable is not None:  # noqa: ASYNC110 - the restart
+                await anyio.sleep(0.05)
+            # The next write the model embeds starts a backfill in the background.
+            await engine.store("the model is back", "output")
+            while engine.health().without_vector:  # noqa: ASYNC110 - polling a count
+                await anyio.sleep(0.05)
             assert (await engine.stats()).without_vector == 0
+            found = await engine.search("note kept while inference was broken")
+            assert found.tier is Tier.SEMANTIC
+            assert raw.id in [hit.item.id for hit in found.items]
 
 
 async def test_engine_without_a_model_starts_and_serves_the_text_tier(

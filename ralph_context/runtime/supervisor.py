@@ -9,7 +9,7 @@ the task group.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -113,6 +113,17 @@ class Supervisor:
             with anyio.move_on_after(settle_within if settle_within is not None else math.inf):
                 await actor.health.wait_for(*_SETTLED)
         return actor.health.snapshot()
+
+    def background(self, work: Callable[[], Coroutine[Any, Any, None]], *, name: str) -> None:
+        """Run ``work`` beside the actors until it ends or the supervisor exits (then it is
+        cancelled). ``work`` must not raise: it would end the supervisor with it.
+
+        Raises:
+            RuntimeError: The supervisor is not entered.
+        """
+        if self._tg is None:
+            raise RuntimeError("Supervisor.background() needs `async with Supervisor()` first")
+        self._tg.start_soon(work, name=name)
 
     async def stop_actor(self, name: str) -> HealthSnapshot:
         """Stop one actor (its queued requests are still answered); siblings keep serving.
