@@ -8,7 +8,6 @@ configuration, 1 for everything else) without touching the store.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -87,10 +86,8 @@ def _reader(settings: Settings) -> Engine:
     from ralph_context.engine import Engine
     from ralph_context.storage import writer_lock
 
-    if not settings.is_ephemeral:
-        holder = writer_lock.holder(settings.store_path())
-        if holder is not None and holder.pid != os.getpid():
-            return Engine(settings, read_only=True)
+    if not settings.is_ephemeral and writer_lock.other_writer(settings.store_path()):
+        return Engine(settings, read_only=True)
     return Engine(settings)
 
 

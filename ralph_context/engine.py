@@ -168,9 +168,7 @@ class Engine:
         self._lifecycle: LifecycleActor | None = None
         self._inference: InferenceActor | None = None
         self._skillbook: SkillbookSync | None = None
-        # Items were stored without a vector (the model missed its deadline): the next write
-        # the model embeds in time starts a backfill in the background.
-        self._vectors_owed = False
+        # A background backfill is running (see _persist).
         self._backfilling = False
         self._iteration = 0
         # Searches and stores in flight: lifecycle steps wait until there are none.
@@ -258,7 +256,6 @@ class Engine:
         if self.read_only:
             return  # no backfill, no skillbook sync: both write
         await self._backfill()
-        self._vectors_owed = bool(storage.without_vector)
         if settings.skillbook.enabled:
             self._skillbook = SkillbookSync(
                 settings.skillbook_path(), storage, self._embed_documents, lambda: self._iteration
@@ -836,11 +833,12 @@ class Engine:
         """Embed (where the model can) and store built items in one write; returns them as
         stored."""
         vectors = await self._embed_documents([item.content for item in items])
-        stored = await self._require_storage().add_items(list(zip(items, vectors, strict=True)))
-        if any(vector is None for vector in vectors):
-            self._vectors_owed = True
-        elif self._vectors_owed and not self._backfilling and self._supervisor is not None:
+        storage = self._require_storage()
+        stored = await storage.add_items(list(zip(items, vectors, strict=True)))
+        owed = storage.without_vector  # items stored while the model missed its deadline
+        if owed and all(v is not None for v in vectors) and not self._backfilling:
             # The model answers again: give the items stored without it their vectors.
+            assert self._supervisor is not None, "a store runs inside the engine"
             self._backfilling = True
             self._supervisor.background(self._backfill_owed, name="backfill")
         return stored
@@ -850,8 +848,6 @@ class Engine:
         try:
             while await self._backfill():
                 pass
-            storage = self._storage
-            self._vectors_owed = bool(storage is not None and storage.without_vector)
         except Exception as exc:  # a background task must not take the engine down
             log.warning("backfill_failed", error=f"{type(exc).__name__}: {exc}")
         finally:

@@ -107,7 +107,7 @@ async def import_store(
         header.get("model_id") == storage.model_id and header.get("dimension") == storage.dimension
     )
     limit = engine.settings.storage.max_content_bytes
-    pending: list[tuple[ContextItem, list[float] | None, bool]] = []
+    pending: list[tuple[ContextItem, Vectors | None, bool]] = []
     for number, record in _records(numbered):
         kind = record.get("kind")
         try:
@@ -134,7 +134,7 @@ async def import_store(
 
 async def _store_chunk(
     engine: Engine,
-    chunk: list[tuple[ContextItem, list[float] | None, bool]],
+    chunk: list[tuple[ContextItem, Vectors | None, bool]],
     report: TransferReport,
 ) -> None:
     storage = engine._require_storage()
@@ -145,9 +145,7 @@ async def _store_chunk(
     report.skipped += len(chunk) - len(fresh)
     if not fresh:
         return
-    vectors: list[Vectors | None] = [
-        None if vector is None else np.asarray(vector, dtype=np.float32) for _, vector, _ in fresh
-    ]
+    vectors: list[Vectors | None] = [vector for _, vector, _ in fresh]
     missing = [n for n, vector in enumerate(vectors) if vector is None]
     if missing:
         embedded = await engine.embed([fresh[n][0].content for n in missing])
@@ -172,7 +170,7 @@ def _checked(item: ContextItem, max_bytes: int) -> ContextItem:
     return item
 
 
-def _usable(vector: object, dimension: int | None) -> list[float] | None:
+def _usable(vector: object, dimension: int | None) -> Vectors | None:
     """The file's vector if it is ``dimension`` finite numbers of unit length, else ``None``
     (the text is embedded again)."""
     if not isinstance(vector, list) or dimension is None or len(vector) != dimension:
@@ -183,7 +181,7 @@ def _usable(vector: object, dimension: int | None) -> list[float] | None:
         return None
     if not np.isfinite(array).all() or abs(float(np.linalg.norm(array)) - 1.0) > 1e-3:
         return None
-    return [float(x) for x in array]
+    return array
 
 
 def _header(numbered: Iterator[tuple[int, str]]) -> dict[str, Any]:

@@ -188,8 +188,8 @@ class LanceStore:
         )
         self.packs = PackSpace(self._db, self.dimension)
         self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
-        # Hot rows, kept by this process's writes (with _vector_rows: items without one).
-        self._rows = int(self.items.count_rows())
+        # Hot rows by type and state, kept by this process's writes (none when reading
+        # beside another writer).
         self._tally = None if self.read_only else Tally(self.items)
         # Rows added or rewritten (an update moves a row) since the last maintenance: no
         # index covers them, so every search scans them (8,000 aged rows cost a full-text
@@ -279,7 +279,6 @@ class LanceStore:
             self.items.add(batch)
             self.usage.register(stored)
             self._vector_rows += sum(vector is not None for _, vector in pairs)
-            self._rows += len(rows)
             if self._tally is not None:
                 self._tally.add(batch)
             self._saw_iteration(max(item.created_iteration for item in stored))
@@ -398,7 +397,6 @@ class LanceStore:
         self.items.delete(where)
         self.usage.forget(targets)
         self._vector_rows = max(0, self._vector_rows - int(with_vectors))
-        self._rows = max(0, self._rows - int(before))
         if self._tally is not None:
             self._tally.remove(doomed_rows)
         return int(before)
@@ -574,7 +572,9 @@ class LanceStore:
         stored item and whether it was written now (see ``requests``)."""
         known = self.requests.get(key)
         if known is not None:
-            first = self.get_items([known]) or [e.item for e in self.archive.get([known])]
+            first = self.get_items([known]) or [
+                entry.item for entry in self.archive.get([known], "archived")
+            ]
             if first:
                 return first[0], False
             # The first call's writer died between the key and the item: finish it.
@@ -774,7 +774,7 @@ class LanceStore:
         """Counts by type and state, size, version and index facts."""
         if self._tally is not None:
             by_type, by_state = self._tally.snapshot()
-            items = self._rows
+            items = self._tally.total
         else:
             columns = self.items.search().select(["content_type", "state"]).limit(None)
             scanned = columns.to_arrow()
@@ -801,9 +801,9 @@ class LanceStore:
         """Items stored without a vector (no model answered in time; a backfill gives them
         one): from the running counts, no I/O (a scan of the vector column's validity took
         124 ms at 100k items), or read from the table when reading beside a writer."""
-        if self.read_only:
+        if self._tally is None:
             return int(self.items.count_rows("vector IS NULL"))
-        return max(0, self._rows - self._vector_rows)
+        return max(0, self._tally.total - self._vector_rows)
 
     def all_ids(self) -> list[str]:
         """Every item id (for re-embedding and audits)."""

@@ -48,6 +48,11 @@ class Tally:
         self.by_state.subtract(old)
         self.by_state[new_state] += len(old)
 
+    @property
+    def total(self) -> int:
+        """Rows counted."""
+        return sum(self.by_type.values())
+
     def snapshot(self) -> tuple[dict[str, int], dict[str, int]]:
         """``(by_type, by_state)`` without the zeros."""
         return (

@@ -23,7 +23,7 @@ import json
 import os
 import sys
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,7 +33,16 @@ from filelock import FileLock, Timeout
 from ralph_context.atomic import write_text_atomically
 from ralph_context.errors import StoreLocked
 
-__all__ = ["HOLDER_FILE", "LOCK_FILE", "Holder", "acquire", "advertise", "holder", "release"]
+__all__ = [
+    "HOLDER_FILE",
+    "LOCK_FILE",
+    "Holder",
+    "acquire",
+    "advertise",
+    "holder",
+    "other_writer",
+    "release",
+]
 
 log = structlog.get_logger("ralph_context.storage")
 
@@ -127,7 +136,7 @@ def advertise(location: Path, endpoint: str) -> None:
         held = _held.get(key)
         if held is None:
             return
-        held.note = Holder(held.note.pid, held.note.command, held.note.since, endpoint)
+        held.note = replace(held.note, endpoint=endpoint)
         _write_note(key, held.note)
 
 
@@ -149,6 +158,12 @@ def holder(location: Path) -> Holder | None:
         return None
     probe.release()
     return None
+
+
+def other_writer(location: Path) -> Holder | None:
+    """The holder, if a process other than this one writes the store at ``location``."""
+    found = holder(location)
+    return found if found is not None and found.pid != os.getpid() else None
 
 
 def _key(location: Path) -> Path:

@@ -21,7 +21,6 @@ Nothing the hook does can raise into Ralph's loop.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -248,8 +247,8 @@ def _engine_or_its_writer(engine: Engine) -> ContextSource:
     naming it; the ladder then serves cached context."""
     if engine.settings.is_ephemeral:
         return EngineSource(engine)
-    holder = writer_lock.holder(engine.settings.store_path())
-    if holder is None or holder.pid == os.getpid() or holder.endpoint is None:
+    holder = writer_lock.other_writer(engine.settings.store_path())
+    if holder is None or holder.endpoint is None:
         return EngineSource(engine)
     log.info("context_via_store_writer", pid=holder.pid, endpoint=holder.endpoint)
     return ServerSource(
