@@ -8,7 +8,7 @@ import sys
 
 import structlog
 
-__all__ = ["configure_logging"]
+__all__ = ["audit_logger", "configure_logging"]
 
 LEVEL_ENV = "RALPH_CONTEXT_LOG_LEVEL"
 
@@ -42,3 +42,18 @@ def ensure_logging() -> None:
     """Configure defaults once if the host application did not configure structlog itself."""
     if not structlog.is_configured():
         configure_logging()
+
+
+def audit_logger() -> structlog.typing.FilteringBoundLogger:
+    """The audit trail: one JSON line per event on stderr whatever the log level (a quiet
+    server still says who wrote and who forgot what), ``"audit": true`` to pick them out."""
+    logger: structlog.typing.FilteringBoundLogger = structlog.wrap_logger(
+        structlog.PrintLogger(file=sys.stderr),
+        processors=[
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.NOTSET),
+        audit=True,
+    )
+    return logger

@@ -21,11 +21,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ralph_context import __version__
-from ralph_context._logging import configure_logging
+from ralph_context import __version__, namespaces
+from ralph_context.cli_access import namespaces_command, token_app
 from ralph_context.cli_bench import bench_app
 from ralph_context.cli_output import err
 from ralph_context.cli_output import fail as _fail
+from ralph_context.cli_output import load_settings as _settings
 from ralph_context.cli_studio import studio_app
 from ralph_context.config import Settings, default_file
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
@@ -50,6 +51,8 @@ model_app = typer.Typer(help="Manage the local embedding model.", no_args_is_hel
 app.add_typer(model_app, name="model")
 app.add_typer(bench_app, name="bench")
 app.add_typer(studio_app, name="studio")
+app.add_typer(token_app, name="token")
+app.command("namespaces")(namespaces_command)
 
 out = Console()
 
@@ -65,14 +68,6 @@ LogOption = Annotated[
 ]
 
 
-def _settings(config: Path | None, log_level: str | None) -> Settings:
-    configure_logging(log_level)
-    try:
-        return Settings.load(config)
-    except ConfigError as exc:
-        raise _fail(str(exc), 2) from None
-
-
 def _engine(settings: Settings) -> Engine:
     """The engine, imported on first use so that commands without one start fast."""
     from ralph_context.engine import Engine
@@ -86,7 +81,7 @@ def _reader(settings: Settings) -> Engine:
     from ralph_context.engine import Engine
     from ralph_context.storage import writer_lock
 
-    if not settings.is_ephemeral and writer_lock.other_writer(settings.store_path()):
+    if not settings.is_ephemeral and writer_lock.other_writer(settings.store_root()):
         return Engine(settings, read_only=True)
     return Engine(settings)
 
@@ -390,24 +385,34 @@ def health(
 
 @app.command()
 def reindex(config: ConfigOption = None, log_level: LogOption = None) -> None:
-    """Re-embed every stored item with the configured model (after changing models)."""
+    """Re-embed every stored item, in every namespace, with the configured model (after
+    changing models: a namespace left on the old model would refuse to open)."""
+    from ralph_context import namespaces
     from ralph_context.embeddings.local import load_embedder
     from ralph_context.storage.reindex import reindex_store
 
     settings = _settings(config, log_level)
     if settings.is_ephemeral:
         raise _fail("this configuration keeps no persistent store; nothing to reindex", 2)
+    root = settings.store_root()
     try:
         embedder = load_embedder(settings.embeddings)
-        count = reindex_store(
-            settings.store_path(),
-            embedder,
-            batch_size=settings.embeddings.batch_size,
-            progress=lambda done, total: err.print(f"\r{done}/{total}", end=""),
-        )
+        count = 0
+        spaces = namespaces.listing(root)
+        for space in spaces:
+            location = namespaces.directory(root, space.name)
+            if len(spaces) > 1:
+                err.print(f"namespace {space.name}:", highlight=False)
+            count += reindex_store(
+                location,
+                embedder,
+                batch_size=settings.embeddings.batch_size,
+                progress=lambda done, total: err.print(f"\r{done}/{total}", end=""),
+                lock_at=root,
+            )
+            err.print()
     except RalphContextError as exc:
         raise _fail(str(exc), 1) from None
-    err.print()
     out.print(f"re-embedded {count} item(s) with {embedder.model_id}", highlight=False)
 
 
@@ -511,6 +516,16 @@ def serve(
     ] = None,
     host: Annotated[str | None, typer.Option(help="Bind address for http/sse.")] = None,
     port: Annotated[int | None, typer.Option(help="Port for http/sse.")] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            help="stdio: the namespace served (default: storage.namespace). "
+            "HTTP serves every namespace at /ns/NAME/mcp."
+        ),
+    ] = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="No write tools; the store is only read.")
+    ] = False,
     config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
@@ -520,6 +535,11 @@ def serve(
     from ralph_context.server.run import serve as serve_mcp
 
     settings = _settings(config, log_level)
+    if namespace is not None:
+        try:
+            settings = settings.with_overrides(storage={"namespace": namespace})
+        except ConfigError:
+            raise _fail(f"--namespace {namespace!r}: use {namespaces.NAME_RULE}", 2) from None
     if transport is not None and transport not in ("stdio", "http", "sse"):
         raise _fail(f"--transport must be stdio, http or sse, got {transport!r}", 2)
     if port is not None and not 1 <= port <= 65535:
@@ -528,7 +548,7 @@ def serve(
     if (chosen or settings.server.transport) != "stdio":
         where = f"{host or settings.server.host}:{port or settings.server.port}"
         err.print(f"serving MCP on http://{where}", highlight=False)
-    _run(lambda: serve_mcp(settings, transport=chosen, host=host, port=port))
+    _run(lambda: serve_mcp(settings, transport=chosen, host=host, port=port, read_only=read_only))
 
 
 @app.command()
@@ -555,6 +575,7 @@ def init(
         config=settings.source,
         host=settings.server.host,
         port=settings.server.port,
+        namespace=settings.storage.namespace,
     )
     try:
         done = register(project, entry)

@@ -1,11 +1,18 @@
-"""What every ``ralph-context`` command prints on stderr: logs' neighbours, and errors."""
+"""What every ``ralph-context`` command starts from and prints on stderr: its settings (a
+bad file is one error line), logs' neighbours, and errors."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 from rich.console import Console
 
-__all__ = ["err", "fail"]
+from ralph_context._logging import configure_logging
+from ralph_context.config import Settings
+from ralph_context.errors import ConfigError
+
+__all__ = ["err", "fail", "load_settings"]
 
 err = Console(stderr=True)
 
@@ -15,3 +22,16 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     configuration, 1: anything else)."""
     err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
+
+
+def load_settings(config: Path | None, log_level: str | None) -> Settings:
+    """Logging set up, then the settings from ``config`` (or the usual lookup).
+
+    Raises:
+        typer.Exit: The settings are invalid (the error is printed).
+    """
+    configure_logging(log_level)
+    try:
+        return Settings.load(config)
+    except ConfigError as exc:
+        raise fail(str(exc), 2) from None

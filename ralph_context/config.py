@@ -31,6 +31,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from ralph_context import namespaces
 from ralph_context._logging import ensure_logging
 from ralph_context.errors import ConfigError
 from ralph_context.models import ContextType
@@ -85,6 +86,26 @@ class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=1, le=65535)
     auto_start: bool = True
+    # Bearer tokens for HTTP (see ralph_context.server.tokens), relative to the project
+    # root; RALPH_CONTEXT_TOKEN adds one. No file and no variable: no authentication, and
+    # a bind beyond loopback is refused. `ralph-context token new` writes here.
+    token_file: Path = Path(".agent/server.tokens")
+    # Host and Origin headers accepted beyond loopback and this machine's own names
+    # ("name:*" allows any port): DNS-rebinding protection stays on for every bind.
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    # Open MCP sessions at most, and how long an idle one is kept.
+    max_sessions: int = Field(default=200, ge=1)
+    session_idle_minutes: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    # Requests per second per client session, with bursts; 0: no limit. (One client
+    # storing items one by one makes ~50 calls/s here.)
+    rate_limit_per_second: float = Field(default=100.0, ge=0, allow_inf_nan=False)
+    rate_limit_burst: int = Field(default=200, ge=1)
+    # Calls answered at once; past this, 429 at once rather than a queue of seconds
+    # (two cores answer ~50 searches a second).
+    max_in_flight: int = Field(default=24, ge=1)
+    # Namespaces one server opens at most (each keeps its tables and caches in memory).
+    max_namespaces: int = Field(default=32, ge=1)
 
 
 class StorageSettings(_Section):
@@ -106,6 +127,15 @@ class StorageSettings(_Section):
     # A read or write of the store taking longer fails that call (retrieval steps down a
     # tier); maintenance gets ten times as long.
     timeout_seconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    # Whose memory this is, within the store (see ralph_context.namespaces).
+    namespace: str = "default"
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace_name(cls, name: str) -> str:
+        if not namespaces.is_name(name):
+            raise ValueError(f"use {namespaces.NAME_RULE}")
+        return name
 
 
 class EmbeddingsSettings(_Section):
@@ -724,8 +754,8 @@ class Settings(BaseSettings):
         """True when the store lives only as long as the process (memory or session)."""
         return self.storage.backend == "memory" or self.storage.persistence == "session"
 
-    def store_path(self) -> Path:
-        """Where the persistent store lives.
+    def store_root(self) -> Path:
+        """Where the persistent store lives (every namespace; its writer lock).
 
         Relative paths resolve against the project root (the config file's folder, else the
         working directory), or, with ``persistence: global``, against the user's data folder.
@@ -737,9 +767,21 @@ class Settings(BaseSettings):
             return _xdg("XDG_DATA_HOME", ".local/share") / "ralph-context" / path
         return self._root / path
 
+    def store_path(self) -> Path:
+        """Where this namespace's tables live: the store itself for ``default``."""
+        return namespaces.directory(self.store_root(), self.storage.namespace)
+
+    def token_path(self) -> Path:
+        """The HTTP server's token file, resolved against the project root."""
+        path = self.server.token_file.expanduser()
+        return path if path.is_absolute() else self._root / path
+
     def skillbook_path(self) -> Path:
-        """The ACE skillbook file, resolved against the project root."""
+        """The ACE skillbook file, resolved against the project root; a namespace other
+        than ``default`` keeps its own inside its folder (a skillbook is one project's)."""
         path = self.skillbook.path.expanduser()
+        if self.storage.namespace != namespaces.DEFAULT and not path.is_absolute():
+            return self.store_path() / path.name
         return path if path.is_absolute() else self._root / path
 
     def with_overrides(self, **sections: Mapping[str, object]) -> Settings:

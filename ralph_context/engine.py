@@ -209,6 +209,7 @@ class Engine:
             timeout=settings.storage.timeout_seconds,
             foreground=self._foreground,
             read_only=self.read_only,
+            lock_at=None if settings.is_ephemeral else settings.store_root(),
         )
         await supervisor.start(storage)
         self._storage = storage

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ralph_context import namespaces
 from ralph_context.atomic import write_text_atomically
 from ralph_context.errors import ConfigError
 
@@ -38,11 +39,13 @@ def server_entry(
     config: Path | None,
     host: str,
     port: int,
+    namespace: str = namespaces.DEFAULT,
 ) -> dict[str, Any]:
     """The ``mcpServers`` entry: a command for stdio (this install's console script, so the
-    client starts the same version), a URL for a server already running over HTTP."""
+    client starts the same version), a URL for a server already running over HTTP (the
+    namespace's own path; a stdio server reads the namespace from the config)."""
     if transport == "http":
-        return {"type": "http", "url": f"http://{host}:{port}/mcp"}
+        return {"type": "http", "url": namespaces.endpoint(f"http://{host}:{port}/mcp", namespace)}
     script = Path(sys.executable).with_name("ralph-context")
     entry: dict[str, Any] = {
         "command": str(script) if script.exists() else "ralph-context",

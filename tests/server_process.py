@@ -27,21 +27,31 @@ def environment(config: Path) -> dict[str, str]:
     inherited = {
         key: value
         for key, value in os.environ.items()
-        if key not in ("LMSTUDIO_SERVERS", "OLLAMA_HOST", "TOGETHER_API_KEY", "HF_TOKEN")
+        if key
+        not in (
+            "LMSTUDIO_SERVERS",
+            "OLLAMA_HOST",
+            "TOGETHER_API_KEY",
+            "HF_TOKEN",
+            "RALPH_CONTEXT_TOKEN",
+        )
     }
     return {**inherited, "RALPH_CONTEXT_CONFIG": str(config)}
 
 
-def start_http_server(config: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_http_server(
+    config: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     """The server on a free port, serving the store ``config`` names; returns it and its URL.
+    ``args``: more ``serve`` options; ``env``: more environment variables.
 
     Raises:
         AssertionError: The server exited or did not answer within a minute (its stderr).
     """
     port = free_port()
     process = subprocess.Popen(
-        [*CLI, "serve", "--transport", "http", "--port", str(port)],
-        env=environment(config),
+        [*CLI, "serve", "--transport", "http", "--port", str(port), *args],
+        env={**environment(config), **(env or {})},
         cwd=config.parent,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -219,8 +219,10 @@ class StorageActor(Actor[StorageRequest, object]):
         timeout: float = 30.0,
         foreground: Foreground | None = None,
         read_only: bool = False,
+        lock_at: Path | None = None,
     ) -> None:
         super().__init__("storage", inbox_size=512, max_batch=256)
+        self.lock_at = lock_at
         self.foreground = foreground or Foreground()
         self.settings = settings
         self.location = location
@@ -276,6 +278,7 @@ class StorageActor(Actor[StorageRequest, object]):
                     vector_index_min_rows=self.settings.vector_index_min_rows,
                     version_retention=timedelta(minutes=self.settings.version_retention_minutes),
                     read_only=self.read_only,
+                    lock_at=self.lock_at,
                 )
             )
         except (ModelMismatch, StoreLocked) as exc:

@@ -16,19 +16,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp import MCPError
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, GetPromptResult, InputRequiredResult
 from pydantic import ValidationError
 
 from ralph_context import __version__
-from ralph_context._logging import ensure_logging
+from ralph_context._logging import audit_logger, ensure_logging
 from ralph_context.config import Settings
 from ralph_context.engine import Engine
 from ralph_context.errors import ActorUnavailable, InvalidInput, RalphContextError
 from ralph_context.server.custom_prompts import argument_problem
 
 __all__ = ["ContextServer", "EngineHolder", "build_server", "describe_validation"]
+
+audit_log = audit_logger()
 
 INSTRUCTIONS = (
     "Memory for agent iteration loops. Before an iteration, call get_relevant_context with "
@@ -69,20 +72,43 @@ def describe_validation(tool: str, error: ValidationError) -> str:
 
 
 class ContextServer(MCPServer):
-    """``MCPServer`` with errors a person can act on."""
+    """``MCPServer`` with errors a person can act on, and an audit line per write."""
+
+    namespace = "default"
+    _writes: frozenset[str] | None = None
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
+        audited = name in await self._write_tools()
         try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
+            result = await super().call_tool(name, arguments, context)
+        except Exception as exc:
+            if audited:
+                _audit(name, self.namespace, context, f"refused: {type(exc).__name__}")
+            raise self._readable(name, exc) from exc.__cause__
+        if audited:
+            _audit(name, self.namespace, context, "done")
+        return result
+
+    async def _write_tools(self) -> frozenset[str]:
+        if self._writes is None:
+            self._writes = frozenset(
+                tool.name
+                for tool in await self.list_tools()
+                if tool.annotations is None or not tool.annotations.read_only_hint
+            )
+        return self._writes
+
+    @staticmethod
+    def _readable(name: str, exc: Exception) -> Exception:
+        if isinstance(exc, ToolError):
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
-                raise ToolError(describe_validation(name, cause)) from cause
+                return ToolError(describe_validation(name, cause))
             if isinstance(cause, RalphContextError):
-                raise ToolError(f"{name}: {cause}") from cause
-            raise
+                return ToolError(f"{name}: {cause}")
+        return exc
 
     async def get_prompt(
         self,
@@ -110,6 +136,29 @@ class ContextServer(MCPServer):
             raise
 
 
+def _audit(tool: str, namespace: str, context: Context[Any, Any] | None, outcome: str) -> None:
+    """One structured line per write or forget call: who, where, what, how it ended."""
+    client = _client(context)
+    audit_log.info("audit", tool=tool, namespace=namespace, client=client, outcome=outcome)
+
+
+def _client(context: Context[Any, Any] | None) -> str:
+    """The caller: its token's label over HTTP with tokens, else its address; ``stdio``."""
+    request = None
+    if context is not None:
+        try:
+            request = context.request_context.request
+        except (LookupError, ValueError):  # no request in flight (a test's direct call)
+            request = None
+    if request is None:
+        return "stdio"
+    user = getattr(request, "scope", {}).get("user")
+    if isinstance(user, AuthenticatedUser):
+        return str(user.display_name)
+    client = getattr(request, "client", None)
+    return str(client.host) if client is not None else "unknown"
+
+
 def _root(exc: BaseException) -> BaseException:
     """The first error of ours in the chain (the SDK wraps prompt failures)."""
     seen: BaseException | None = exc
@@ -120,9 +169,10 @@ def _root(exc: BaseException) -> BaseException:
     return exc
 
 
-def build_server(holder: EngineHolder) -> ContextServer:
+def build_server(holder: EngineHolder, *, read_only: bool = False) -> ContextServer:
     """The MCP server with every context tool, resource and prompt registered; requests
-    fail with ``ActorUnavailable`` until ``holder.engine`` is set.
+    fail with ``ActorUnavailable`` until ``holder.engine`` is set. ``read_only``: only the
+    tools annotated read-only are registered (the others do not exist for clients).
 
     Raises:
         ConfigError: A custom prompt's definition is invalid. Checked here, before any
@@ -149,4 +199,9 @@ def build_server(holder: EngineHolder) -> ContextServer:
     close_arguments(server)
     register_resources(server, holder)
     register_prompts(server, holder)
+    server.namespace = holder.settings.storage.namespace
+    if read_only:
+        for tool in server._tool_manager.list_tools():
+            if tool.annotations is None or not tool.annotations.read_only_hint:
+                server.remove_tool(tool.name)
     return server

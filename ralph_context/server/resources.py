@@ -32,7 +32,7 @@ def register_resources(server: MCPServer, holder: EngineHolder) -> None:
             found = await holder.get().stats()
         except RalphContextError as exc:
             raise ResourceError(str(exc)) from exc
-        return ContextStats.of(found, settings.storage.max_size_mb).model_dump_json(indent=2)
+        return ContextStats.of(found, settings).model_dump_json(indent=2)
 
     @server.resource("context://skills", name="skills", mime_type=JSON)
     async def skills() -> str:

@@ -1,9 +1,10 @@
 """Serving the MCP server over stdio (default), streamable HTTP or SSE.
 
-One engine serves every connection: it is started here, around the transport, not per
-session. Over stdio the SDK points file descriptor 1 at stderr while serving, and our logs go
-to stderr anyway, so stdout carries only the protocol. Over HTTP uvicorn runs without its own
-logging set-up (its records join ours on stderr) and without an access log.
+One engine per namespace serves every connection: started here (HTTP: see ``http``),
+around the transport, not per session. Over stdio the SDK points file descriptor 1 at
+stderr while serving, and our logs go to stderr anyway, so stdout carries only the
+protocol. Over HTTP uvicorn runs without its own logging set-up (its records join ours on
+stderr) and without an access log.
 """
 
 from __future__ import annotations
@@ -12,15 +13,22 @@ from pathlib import Path
 from typing import Literal
 
 import anyio
+import structlog
 import uvicorn
 from starlette.applications import Starlette
 
+from ralph_context import namespaces
 from ralph_context.config import Settings
 from ralph_context.engine import Engine
+from ralph_context.errors import ConfigError
 from ralph_context.server.app import EngineHolder, build_server
+from ralph_context.server.http import LOOPBACK, Spaces, build_app
+from ralph_context.server.tokens import TokenBook
 from ralph_context.storage import writer_lock
 
 __all__ = ["Transport", "serve"]
+
+log = structlog.get_logger("ralph_context.server")
 
 Transport = Literal["stdio", "http", "sse"]
 
@@ -31,30 +39,84 @@ async def serve(
     transport: Transport | None = None,
     host: str | None = None,
     port: int | None = None,
+    read_only: bool = False,
 ) -> None:
     """Serve until the client disconnects (stdio) or the process is interrupted (HTTP).
 
+    Over stdio the namespace is ``storage.namespace``; over HTTP every namespace is served
+    (``/mcp`` is ``default``, ``/ns/<name>/mcp`` the others). ``read_only``: no write tools,
+    the store opened without its writer lock.
+
     Raises:
-        ConfigError: Invalid custom prompts.
+        ConfigError: Invalid custom prompts or tokens; a bind beyond loopback without a
+            token.
         ModelMismatch: The store was built with another embedding model.
         StoreLocked: Another process writes the store.
     """
     chosen = transport or settings.server.transport
     bind = host or settings.server.host
     number = port or settings.server.port
-    holder = EngineHolder(settings)
-    server = build_server(holder)
-    async with Engine(settings) as engine:
-        holder.engine = engine
-        if chosen == "stdio":
+    if chosen == "stdio":
+        holder = EngineHolder(settings)
+        server = build_server(holder, read_only=read_only)
+        async with Engine(settings, read_only=read_only) as engine:
+            holder.engine = engine
+            log.info("serving", transport="stdio", **_facts(engine))
             await server.run_stdio_async()
-            return
-        app = (
-            server.streamable_http_app(host=bind) if chosen == "http" else server.sse_app(host=bind)
-        )
-        path = "/mcp" if chosen == "http" else "/sse"
-        store = None if settings.is_ephemeral else settings.store_path()
-        await _uvicorn(app, bind, number, store, path)
+        return
+    overrides = {"host": bind, "port": number}
+    settings = settings.with_overrides(server=overrides)
+    tokens = TokenBook.load(settings.token_path())
+    if bind not in LOOPBACK and not tokens.enabled:
+        raise ConfigError(_OPEN_BIND.format(host=bind))
+    store = None if settings.is_ephemeral else settings.store_root()
+    if chosen == "sse":
+        await _serve_sse(settings, bind, number, store, tokens, read_only)
+        return
+    async with anyio.create_task_group() as group:
+        spaces = Spaces(settings, group, read_only=read_only)
+        default = await spaces.get(namespaces.DEFAULT)
+        if default.error is not None:
+            spaces.close()
+            raise default.error
+        auth = f"bearer token ({len(tokens.grants)})" if tokens.enabled else "none (loopback)"
+        facts = _facts(default.engine) if default.engine is not None else {}
+        log.info("serving", transport="http", auth=auth, read_only=read_only, **facts)
+        try:
+            await _uvicorn(build_app(spaces, tokens), bind, number, store, "/mcp")
+        finally:
+            spaces.close()
+
+
+_OPEN_BIND = (
+    "refusing to serve on {host} without a token: anyone who can reach it could read and "
+    "change the store. Create one with `ralph-context token new` (it writes the token "
+    "file server.token_file names, mode 0600, which the server reads at start) or set "
+    "RALPH_CONTEXT_TOKEN; or bind to 127.0.0.1"
+)
+
+
+async def _serve_sse(
+    settings: Settings,
+    bind: str,
+    port: int,
+    store: Path | None,
+    tokens: TokenBook,
+    read_only: bool,
+) -> None:
+    """The deprecated SSE transport: the default namespace, on loopback, without tokens."""
+    if tokens.enabled:
+        raise ConfigError("the SSE transport has no authentication here; use --transport http")
+    holder = EngineHolder(settings)
+    server = build_server(holder, read_only=read_only)
+    async with Engine(settings, read_only=read_only) as engine:
+        holder.engine = engine
+        await _uvicorn(server.sse_app(host=bind), bind, port, store, "/sse")
+
+
+def _facts(engine: Engine) -> dict[str, str]:
+    health = engine.health()
+    return {"store": health.store, "model": health.model_id or "none", "tier": health.tier.value}
 
 
 async def _uvicorn(app: Starlette, host: str, port: int, store: Path | None, path: str) -> None:

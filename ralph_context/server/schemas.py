@@ -6,7 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from ralph_context import namespaces
 from ralph_context.actors.lifecycle import LifecycleReport
+from ralph_context.config import Settings
 from ralph_context.engine import EngineHealth
 from ralph_context.forgetting import ForgetReport
 from ralph_context.models import ContextItem, IterationResult, RetrievalResult, RetrievedItem
@@ -22,6 +24,7 @@ __all__ = [
     "History",
     "IterationStored",
     "LifecycleAnswer",
+    "NamespaceEntry",
     "SearchStats",
     "Skills",
     "Stored",
@@ -152,6 +155,13 @@ class LifecycleAnswer(BaseModel):
         )
 
 
+class NamespaceEntry(BaseModel):
+    """A namespace of the store and its size on disk."""
+
+    name: str
+    size_mb: float
+
+
 class ContextStats(BaseModel):
     """``get_context_stats`` and ``context://stats``."""
 
@@ -169,11 +179,26 @@ class ContextStats(BaseModel):
     vector_index: bool
     model_id: str | None
     dimension: int
+    namespace: str
+    namespaces: list[NamespaceEntry]
 
     @classmethod
-    def of(cls, stats: StoreStats, max_size_mb: float) -> ContextStats:
+    def of(cls, stats: StoreStats, settings: Settings) -> ContextStats:
+        """``stats`` of the namespace ``settings`` name, with every namespace of its store."""
+        here = settings.storage.namespace
+        if settings.is_ephemeral:
+            entries = [NamespaceEntry(name=here, size_mb=round(stats.size_bytes / _MIB, 2))]
+        else:
+            entries = [
+                NamespaceEntry(name=n.name, size_mb=n.size_mb)
+                for n in namespaces.listing(settings.store_root())
+            ]
         return cls(
-            **stats.__dict__, size_mb=round(stats.size_bytes / _MIB, 3), max_size_mb=max_size_mb
+            **stats.__dict__,
+            size_mb=round(stats.size_bytes / _MIB, 3),
+            max_size_mb=settings.storage.max_size_mb,
+            namespace=here,
+            namespaces=entries,
         )
 
 

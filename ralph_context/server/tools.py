@@ -113,6 +113,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
                 f"default {retrieval.max_context_tokens} (retrieval.max_context_tokens).",
             ),
         ] = None,
+        tags: Annotated[Tags, Field(description="Only items with any of these tags.")] = None,
     ) -> ContextAnswer:
         """Retrieve the stored context most relevant to the current task, best first.
 
@@ -127,6 +128,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
             context_types=context_types,
             min_score=min_score,
             max_tokens=max_tokens,
+            tags=tags,
         )
         return ContextAnswer(items=list(result.items), stats=SearchStats.of(result))
 
@@ -280,7 +282,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     async def get_context_stats() -> ContextStats:
         """Counts by type and state, archive size, disk use, index and model."""
         stats = await holder.get().stats()
-        return ContextStats.of(stats, settings.storage.max_size_mb)
+        return ContextStats.of(stats, settings)
 
     @server.tool(annotations=READ)
     async def health_check() -> HealthReport:

@@ -133,6 +133,8 @@ class LanceStore:
         read_only: Open an existing store without its writer lock, to read while another
             process writes it: nothing is created or migrated, every read sees the writer's
             latest commit, and the caller must not write (the storage actor refuses to).
+        lock_at: The folder whose writer lock covers this store (default ``location``): a
+            namespace's store is covered by the lock of the store folder holding it.
 
     Raises:
         StoreLocked: Another process writes the store (not when ``read_only``).
@@ -148,14 +150,16 @@ class LanceStore:
         vector_index_min_rows: int = 5_000,
         version_retention: timedelta = timedelta(minutes=5),
         read_only: bool = False,
+        lock_at: Path | None = None,
     ) -> None:
         self.location = location
+        self.lock_at = lock_at or location
         self.read_only = read_only
         self._closed = read_only  # nothing to release
         self.vector_index_min_rows = vector_index_min_rows
         self.version_retention = version_retention
-        if location is not None and not read_only:
-            writer_lock.acquire(location)
+        if self.lock_at is not None and not read_only:
+            writer_lock.acquire(self.lock_at)
         try:
             self._open(model_id, dimension)
         except BaseException:
@@ -214,9 +218,9 @@ class LanceStore:
     def close(self) -> None:
         """Give up this store's writer lock (see ``writer_lock``); the tables stay readable
         until the object goes, but another process may write them from now on."""
-        if self.location is not None and not self._closed:
+        if self.lock_at is not None and not self._closed:
             self._closed = True
-            writer_lock.release(self.location)
+            writer_lock.release(self.lock_at)
 
     def _write_record(self) -> None:
         StoreRecord(self.model_id, self.dimension, self._indexed_rows).write(self.location)

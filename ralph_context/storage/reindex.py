@@ -34,8 +34,11 @@ def reindex_store(
     *,
     batch_size: int = 32,
     progress: Progress | None = None,
+    lock_at: Path | None = None,
 ) -> int:
     """Re-embed all items at ``location`` with ``embedder``; returns how many were embedded.
+    ``lock_at``: the folder whose writer lock covers the store (default ``location``; the
+    store folder for a namespace inside it).
 
     Raises:
         StoreError: There is no store at ``location``.
@@ -44,11 +47,12 @@ def reindex_store(
     db = lancedb.connect(str(location), storage_options=STORAGE_OPTIONS)
     if ITEMS not in db.list_tables().tables:
         raise StoreError(f"no store at {location} (no {ITEMS} table)")
-    writer_lock.acquire(location)
+    lock = lock_at or location
+    writer_lock.acquire(lock)
     try:
-        return _rewrite(db, location, embedder, batch_size, progress)
+        return _rewrite(db, location, embedder, batch_size, progress, lock)
     finally:
-        writer_lock.release(location)
+        writer_lock.release(lock)
 
 
 def _rewrite(
@@ -57,6 +61,7 @@ def _rewrite(
     embedder: LocalEmbedder,
     batch_size: int,
     progress: Progress | None,
+    lock: Path,
 ) -> int:
     old = db.open_table(ITEMS).to_arrow().drop_columns(["vector"])
     contents = old.column("content").to_pylist()
@@ -77,7 +82,9 @@ def _rewrite(
     (location / META_FILE).unlink(missing_ok=True)
     # Reopening writes the new model record and rebuilds the scalar and text indexes;
     # maintenance rebuilds the vector index the overwrite dropped.
-    reopened = LanceStore(location, model_id=embedder.model_id, dimension=embedder.dimension)
+    reopened = LanceStore(
+        location, model_id=embedder.model_id, dimension=embedder.dimension, lock_at=lock
+    )
     try:
         reopened.maintain()
     finally:

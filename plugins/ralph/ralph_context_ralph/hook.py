@@ -29,7 +29,7 @@ from typing import Any
 
 import structlog
 
-from ralph_context import Engine, Settings
+from ralph_context import Engine, Settings, namespaces
 from ralph_context.injection import context_section
 from ralph_context.models import IterationResult, Tier
 from ralph_context.storage import writer_lock
@@ -231,13 +231,20 @@ def attach(
     else:
         settings = settings or Settings.load(None)
         source = engine
-    cache = TaskCache(cache_dir or settings.store_path().parent / "context-cache")
+    cache = TaskCache(cache_dir or _cache_dir(settings))
     bridge = Bridge(source, timeout=timeout)
     handle = Handle(orchestrator, bridge, settings, cache, task)
     if not bridge.open():
         log.warning("context_source_unavailable_at_start", error=bridge.last_error)
     _wire(handle)
     return handle
+
+
+def _cache_dir(settings: Settings) -> Path:
+    """``<store>/../context-cache``, a folder of its own per namespace."""
+    folder = settings.store_root().parent / "context-cache"
+    namespace = settings.storage.namespace
+    return folder if namespace == namespaces.DEFAULT else folder / namespace
 
 
 def _engine_or_its_writer(engine: Engine) -> ContextSource:
@@ -247,13 +254,12 @@ def _engine_or_its_writer(engine: Engine) -> ContextSource:
     naming it; the ladder then serves cached context."""
     if engine.settings.is_ephemeral:
         return EngineSource(engine)
-    holder = writer_lock.other_writer(engine.settings.store_path())
+    holder = writer_lock.other_writer(engine.settings.store_root())
     if holder is None or holder.endpoint is None:
         return EngineSource(engine)
-    log.info("context_via_store_writer", pid=holder.pid, endpoint=holder.endpoint)
-    return ServerSource(
-        holder.endpoint, max_content_bytes=engine.settings.storage.max_content_bytes
-    )
+    endpoint = namespaces.endpoint(holder.endpoint, engine.settings.storage.namespace)
+    log.info("context_via_store_writer", pid=holder.pid, endpoint=endpoint)
+    return ServerSource(endpoint, max_content_bytes=engine.settings.storage.max_content_bytes)
 
 
 def _wire(handle: Handle) -> None:

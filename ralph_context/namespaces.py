@@ -1,0 +1,105 @@
+"""Namespaces: several projects' memories in one store, kept apart by construction.
+
+A namespace is a complete store of its own (items, iterations, usage, request keys, archive,
+pack tables, skillbook) in ``<store>/namespaces/<name>/``; the ``default`` namespace is the
+store folder itself, so a store made before namespaces existed is the default namespace as
+it is, with nothing to migrate. Separate tables rather than a namespace column: no query,
+cache, lifecycle pass or full-text index can cross namespaces, because none can reach
+another namespace's tables. One writer lock at the store folder covers every namespace.
+
+Names go into file paths and URLs (``/ns/<name>/mcp``), so they are checked before either
+is built.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ralph_context.errors import InvalidInput
+
+__all__ = [
+    "DEFAULT",
+    "NAME_RULE",
+    "NamespaceSize",
+    "check_name",
+    "directory",
+    "endpoint",
+    "is_name",
+    "listing",
+]
+
+DEFAULT = "default"
+NAME_RULE = "1-63 lowercase letters, digits, '-' or '_', starting with a letter or digit"
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+# The folder under a store that holds every namespace but the default one.
+FOLDER = "namespaces"
+
+
+def is_name(name: object) -> bool:
+    """True when ``name`` is a valid namespace name."""
+    return isinstance(name, str) and _NAME.fullmatch(name) is not None
+
+
+def check_name(name: str) -> str:
+    """``name`` if it is a valid namespace name.
+
+    Raises:
+        InvalidInput: It is not (the message says what is allowed).
+    """
+    if not is_name(name):
+        raise InvalidInput(f"namespace {name!r:.80} is not allowed: use {NAME_RULE}")
+    return name
+
+
+def directory(root: Path, name: str) -> Path:
+    """Where namespace ``name`` of the store at ``root`` lives."""
+    check_name(name)
+    return root if name == DEFAULT else root / FOLDER / name
+
+
+def endpoint(base: str, name: str) -> str:
+    """The MCP URL of namespace ``name`` on a server whose default namespace answers at
+    ``base`` (``http://host:port/mcp``)."""
+    check_name(name)
+    if name == DEFAULT:
+        return base
+    stem = base.removesuffix("/mcp")
+    return f"{stem}/ns/{name}/mcp"
+
+
+@dataclass(frozen=True)
+class NamespaceSize:
+    """A namespace and what it holds on disk."""
+
+    name: str
+    size_mb: float
+
+
+def listing(root: Path) -> list[NamespaceSize]:
+    """Every namespace of the store at ``root`` with its size on disk, ``default`` first.
+    The default namespace's size leaves the other namespaces' folders out."""
+    nested = root / FOLDER
+    names = (
+        sorted(p.name for p in nested.iterdir() if p.is_dir() and is_name(p.name))
+        if (nested.is_dir())
+        else []
+    )
+    found = [NamespaceSize(DEFAULT, _megabytes(root, skip=nested))]
+    found += [NamespaceSize(name, _megabytes(nested / name, skip=None)) for name in names]
+    return found
+
+
+def _megabytes(folder: Path, *, skip: Path | None) -> float:
+    total = 0
+    if folder.is_dir():
+        for path in folder.rglob("*"):
+            if skip is not None and path.is_relative_to(skip):
+                continue
+            try:
+                if path.is_file():
+                    total += path.stat().st_size
+            except OSError:  # removed while we counted (a compaction's cleanup)
+                continue
+    return round(total / (1024 * 1024), 2)

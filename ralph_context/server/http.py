@@ -1,0 +1,268 @@
+"""Streamable HTTP: every namespace behind one port, with a bearer token and limits.
+
+``/mcp`` serves the ``default`` namespace and ``/ns/<name>/mcp`` namespace ``name``, so any
+MCP client that takes a URL can choose one. Each namespace gets its own MCP server, engine
+and session manager, started on its first request (the default one at start, so a store
+another process writes is refused before the port opens); they share the embedding model.
+A session lives in one namespace's manager, so its id means nothing in another.
+
+In front of every namespace, in order: the bearer token (401, or 403 for a namespace the
+token does not grant), the per-client rate limit and the bound on calls in flight (429
+with ``Retry-After``), then the SDK's Host/Origin check, which stays on for every bind.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from ralph_context import namespaces
+from ralph_context.config import EmbeddingsSettings, ServerSettings, Settings
+from ralph_context.embeddings.local import LocalEmbedder, load_embedder
+from ralph_context.engine import Engine
+from ralph_context.server.app import EngineHolder, build_server
+from ralph_context.server.limits import InFlight, RateLimiter, retry_after
+from ralph_context.server.tokens import TokenBook
+
+__all__ = ["LOOPBACK", "SharedModel", "Spaces", "build_app", "security_for"]
+
+log = structlog.get_logger("ralph_context.server")
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class SharedModel:
+    """One embedding model for every namespace's engine: loaded by the first, reused by
+    the rest (a failed load is not kept, so a later engine tries again)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._model: LocalEmbedder | None = None
+
+    def __call__(self, settings: EmbeddingsSettings) -> LocalEmbedder:
+        with self._lock:
+            if self._model is None:
+                self._model = load_embedder(settings)
+            return self._model
+
+
+@dataclass
+class _Space:
+    """One namespace being served: ready once its engine answers (or failed to start)."""
+
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    manager: StreamableHTTPSessionManager | None = None
+    engine: Engine | None = None
+    error: BaseException | None = None
+
+
+class Spaces:
+    """The namespaces this server has opened, each started once, on first use.
+
+    Args:
+        settings: The server's settings; each namespace's are these with its name.
+        group: Where each namespace's engine and session manager run until ``close``.
+        read_only: Serve without write tools, the store opened read-only.
+    """
+
+    def __init__(self, settings: Settings, group: TaskGroup, *, read_only: bool = False) -> None:
+        self.settings = settings
+        self.group = group
+        self.read_only = read_only
+        self.model = SharedModel()
+        self.security = security_for(settings.server)
+        self._spaces: dict[str, _Space] = {}
+        self._closing = anyio.Event()
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._spaces)
+
+    async def get(self, name: str) -> _Space:
+        """Namespace ``name``, started if it was not (waits until its engine answers).
+
+        Raises:
+            RuntimeError: ``server.max_namespaces`` are open already.
+        """
+        space = self._spaces.get(name)
+        if space is None:
+            if len(self._spaces) >= self.settings.server.max_namespaces:
+                raise RuntimeError(
+                    f"this server holds {len(self._spaces)} namespaces already "
+                    f"(server.max_namespaces); {name!r} was not opened"
+                )
+            space = self._spaces[name] = _Space()
+            self.group.start_soon(self._serve, name, space)
+        await space.ready.wait()
+        return space
+
+    def close(self) -> None:
+        self._closing.set()
+
+    async def _serve(self, name: str, space: _Space) -> None:
+        settings = self.settings.with_overrides(storage={"namespace": name})
+        holder = EngineHolder(settings)
+        server = build_server(holder, read_only=self.read_only)
+        limits = self.settings.server
+        server.streamable_http_app(
+            transport_security=self.security,
+            session_idle_timeout=limits.session_idle_minutes * 60,
+            max_sessions=limits.max_sessions,
+        )
+        try:
+            async with Engine(settings, model_loader=self.model, read_only=self.read_only) as e:
+                holder.engine = e
+                async with server.session_manager.run():
+                    space.manager, space.engine = server.session_manager, e
+                    space.ready.set()
+                    log.info("namespace_opened", namespace=name)
+                    await self._closing.wait()
+        except Exception as exc:  # reported to every request for it, and to serve()
+            space.error = exc
+            log.error("namespace_failed", namespace=name, error=str(exc))
+        finally:
+            space.ready.set()
+
+
+def security_for(server: ServerSettings) -> TransportSecuritySettings:
+    """Host/Origin (DNS-rebinding) protection for every bind: loopback names, the bound
+    address and this machine's names, plus ``server.allowed_hosts`` / ``allowed_origins``.
+    (The SDK turns the protection off for any bind but loopback unless given this.)"""
+    names = {"127.0.0.1", "localhost", "[::1]"}
+    if server.host not in ("0.0.0.0", "::", ""):
+        names.add(f"[{server.host}]" if ":" in server.host else server.host)
+    else:
+        names |= {socket.gethostname(), socket.getfqdn()}
+    hosts = sorted(f"{name}:*" for name in names) + sorted(names) + list(server.allowed_hosts)
+    origins = [f"http://{name}:*" for name in sorted(names)] + list(server.allowed_origins)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+class _Endpoint:
+    """The ASGI app behind ``/mcp`` and ``/ns/<name>/mcp``."""
+
+    def __init__(
+        self,
+        spaces: Spaces,
+        tokens: TokenBook,
+        limiter: RateLimiter,
+        in_flight: InFlight,
+    ) -> None:
+        self.spaces = spaces
+        self.tokens = tokens
+        self.limiter = limiter
+        self.in_flight = in_flight
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        name = scope.get("path_params", {}).get("name", namespaces.DEFAULT)
+        if not namespaces.is_name(name):
+            problem = f"namespace {name!r:.80} is not allowed: use {namespaces.NAME_RULE}"
+            await JSONResponse({"error": problem}, status_code=404)(scope, receive, send)
+            return
+        user = scope.get("user")
+        if self.tokens.enabled:
+            if not isinstance(user, AuthenticatedUser):
+                await _auth_error(scope, receive, send, 401, "invalid_token", _NO_TOKEN)
+                return
+            if "*" not in user.scopes and name not in user.scopes:
+                text = f"this token does not grant namespace {name!r}"
+                await _auth_error(scope, receive, send, 403, "insufficient_scope", text)
+                return
+        client = user.display_name if isinstance(user, AuthenticatedUser) else _address(scope)
+        wait = self.limiter.wait_for(f"{client} {_session(scope)}")
+        if wait > 0:
+            await _busy(scope, receive, send, wait, f"rate limit for {client} reached")
+            return
+        counted = scope.get("method") == "POST"
+        if counted and not self.in_flight.enter():
+            await _busy(scope, receive, send, 1.0, "the server is answering all it can")
+            return
+        try:
+            await self._forward(name, scope, receive, send)
+        finally:
+            if counted:
+                self.in_flight.leave()
+
+    async def _forward(self, name: str, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            space = await self.spaces.get(name)
+        except RuntimeError as exc:
+            await JSONResponse({"error": str(exc)}, status_code=503)(scope, receive, send)
+            return
+        if space.manager is None:
+            problem = f"namespace {name!r} could not be opened: {space.error}"
+            await JSONResponse({"error": problem}, status_code=503)(scope, receive, send)
+            return
+        await space.manager.handle_request(scope, receive, send)
+
+
+_NO_TOKEN = "this server needs 'Authorization: Bearer <token>'"
+
+
+async def _auth_error(
+    scope: Scope, receive: Receive, send: Send, status: int, error: str, text: str
+) -> None:
+    challenge = f'Bearer realm="ralph-context", error="{error}", error_description="{text}"'
+    response = JSONResponse(
+        {"error": error, "error_description": text},
+        status_code=status,
+        headers={"WWW-Authenticate": challenge},
+    )
+    await response(scope, receive, send)
+
+
+async def _busy(scope: Scope, receive: Receive, send: Send, wait: float, text: str) -> None:
+    response = JSONResponse(
+        {"error": "too_many_requests", "error_description": f"{text}; retry shortly"},
+        status_code=429,
+        headers={"Retry-After": retry_after(wait)},
+    )
+    await response(scope, receive, send)
+
+
+def _session(scope: Scope) -> str:
+    """The MCP session a request belongs to (none before ``initialize`` answers): the rate
+    limit is per client session, so loops on one machine, or sharing a token, do not
+    share one budget."""
+    for key, value in scope.get("headers", ()):
+        if key == b"mcp-session-id":
+            return str(value.decode("latin-1"))
+    return "-"
+
+
+def _address(scope: Scope) -> str:
+    client: Any = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
+def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
+    """The Starlette app: both routes, bearer authentication when tokens are set."""
+    limits = spaces.settings.server
+    endpoint = _Endpoint(
+        spaces,
+        tokens,
+        RateLimiter(limits.rate_limit_per_second, limits.rate_limit_burst),
+        InFlight(limits.max_in_flight),
+    )
+    middleware = []
+    if tokens.enabled:
+        middleware.append(Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(tokens)))
+    routes = [Route("/mcp", endpoint), Route("/ns/{name}/mcp", endpoint)]
+    return Starlette(routes=routes, middleware=middleware)

@@ -1,0 +1,156 @@
+"""Bearer tokens for the HTTP server: where they come from, what each may reach.
+
+A token file holds one token per line, optionally followed by the namespaces it may use
+(comma-separated; none means every namespace); ``#`` starts a comment::
+
+    3f9c...e1            # every namespace
+    7a20...4d team-a,ci  # only these two
+
+``RALPH_CONTEXT_TOKEN`` (one token, every namespace) and ``server.token_file`` add to each
+other; a token file that does not exist holds no tokens. Tokens are compared in constant
+time, and only a digest of each is kept in memory beyond the check, so a log line or an
+error never shows one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp.server.auth.provider import AccessToken
+
+from ralph_context import namespaces
+from ralph_context.atomic import write_text_atomically
+from ralph_context.errors import ConfigError
+
+__all__ = ["ENV_TOKEN", "Grant", "TokenBook", "new_token"]
+
+ENV_TOKEN = "RALPH_CONTEXT_TOKEN"
+# 32 random bytes, URL-safe: 43 characters.
+_TOKEN_BYTES = 32
+_MIN_LENGTH = 16
+EVERY = "*"
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One token: a label safe to log (a digest prefix) and the namespaces it may use."""
+
+    digest: bytes
+    label: str
+    namespaces: frozenset[str]
+
+    def allows(self, namespace: str) -> bool:
+        return EVERY in self.namespaces or namespace in self.namespaces
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+class TokenBook:
+    """The tokens a server accepts (none: it runs without authentication)."""
+
+    def __init__(self, grants: list[Grant]) -> None:
+        self.grants = grants
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.grants)
+
+    @classmethod
+    def load(cls, token_file: Path | None, *, environ: dict[str, str] | None = None) -> TokenBook:
+        """The tokens from ``RALPH_CONTEXT_TOKEN`` and ``token_file``.
+
+        Raises:
+            ConfigError: The file is missing, readable by others, or has a bad line.
+        """
+        env = os.environ if environ is None else environ
+        grants: list[Grant] = []
+        from_env = env.get(ENV_TOKEN, "").strip()
+        if from_env:
+            grants.append(_grant(from_env, frozenset({EVERY}), f"{ENV_TOKEN}"))
+        if token_file is not None and token_file.exists():
+            grants += _read(token_file)
+        return cls(grants)
+
+    def verify(self, token: str) -> Grant | None:
+        """The grant ``token`` holds, or ``None``; every grant is compared (constant time
+        across them, so timing says nothing about which one nearly matched)."""
+        digest = _digest(token)
+        found = None
+        for grant in self.grants:
+            if hmac.compare_digest(digest, grant.digest):
+                found = grant
+        return found
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The MCP SDK's ``TokenVerifier``: the grant as an access token whose scopes are
+        the namespaces it may use (``*``: every one)."""
+        grant = self.verify(token)
+        if grant is None:
+            return None
+        scopes = sorted(grant.namespaces)
+        return AccessToken(token=grant.label, client_id=grant.label, scopes=scopes)
+
+
+def _grant(token: str, spaces: frozenset[str], where: str) -> Grant:
+    if len(token) < _MIN_LENGTH:
+        raise ConfigError(
+            f"{where}: a token needs at least {_MIN_LENGTH} characters "
+            "(`ralph-context token new` makes one)"
+        )
+    digest = _digest(token)
+    return Grant(digest, "token-" + digest.hex()[:8], spaces)
+
+
+def _read(path: Path) -> list[Grant]:
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"server.token_file {path}: cannot read it ({exc.strerror})") from None
+    if mode & 0o077:
+        raise ConfigError(
+            f"server.token_file {path} can be read by other users (mode {mode & 0o777:o}); "
+            f"run `chmod 600 {path}`"
+        )
+    grants = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        where = f"{path}:{number}"
+        if len(words) > 2:
+            raise ConfigError(
+                f"{where}: expected '<token> [namespace,...]', got {len(words)} words"
+            )
+        spaces = frozenset({EVERY})
+        if len(words) == 2:
+            names = [n for n in words[1].split(",") if n]
+            for name in names:
+                if not namespaces.is_name(name):
+                    raise ConfigError(f"{where}: namespace {name!r} is not a valid name")
+            spaces = frozenset(names)
+        grants.append(_grant(words[0], spaces, where))
+    return grants
+
+
+def new_token(path: Path, spaces: list[str] | None = None) -> str:
+    """Add a random token to the token file at ``path`` (created with mode 0600, kept so);
+    returns it. ``spaces``: the namespaces it may use (default every one)."""
+    for name in spaces or []:
+        namespaces.check_name(name)
+    token = secrets.token_urlsafe(_TOKEN_BYTES)
+    line = token if not spaces else f"{token} {','.join(spaces)}"
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    if old and not old.endswith("\n"):
+        old += "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # The temp file the text goes through is created 0600 (mkstemp), and renamed over.
+    write_text_atomically(path, old + line + "\n")
+    return token

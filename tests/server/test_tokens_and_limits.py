@@ -1,0 +1,88 @@
+"""The token book (file format, permissions, grants) and the request limits, as mechanisms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ralph_context.errors import ConfigError
+from ralph_context.server.limits import InFlight, RateLimiter, retry_after
+from ralph_context.server.tokens import ENV_TOKEN, TokenBook, new_token
+
+LONG = "a-token-long-enough-123"
+
+
+def _file(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
+    path = tmp_path / "tokens"
+    path.write_text(text, encoding="utf-8")
+    path.chmod(mode)
+    return path
+
+
+def test_no_file_and_no_variable_means_no_authentication(tmp_path: Path) -> None:
+    assert not TokenBook.load(tmp_path / "missing", environ={}).enabled
+
+
+def test_grants_from_file_and_environment(tmp_path: Path) -> None:
+    path = _file(tmp_path, f"# comment\n{LONG}-1 team-a,ci  # two\n\n{LONG}-2\n")
+    book = TokenBook.load(path, environ={ENV_TOKEN: f"{LONG}-env"})
+    scoped, everywhere, env = (book.verify(f"{LONG}-{k}") for k in ("1", "2", "env"))
+    assert scoped is not None and everywhere is not None and env is not None
+    assert scoped.allows("team-a") and scoped.allows("ci") and not scoped.allows("default")
+    assert everywhere.allows("anything") and env.allows("default")
+    assert book.verify(f"{LONG}-3") is None and book.verify("") is None
+    # Labels identify a token in logs without showing it.
+    assert LONG not in scoped.label and scoped.label.startswith("token-")
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    path = _file(tmp_path, f"{LONG}\n", mode=0o644)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        TokenBook.load(path, environ={})
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("short\n", "at least 16 characters"),
+        (f"{LONG} Bad-Name\n", "not a valid name"),
+        (f"{LONG} a b\n", "expected '<token> \\[namespace"),
+    ],
+)
+def test_bad_lines_name_the_line_and_never_show_the_token(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError, match=problem) as refused:
+        TokenBook.load(_file(tmp_path, text), environ={})
+    assert ":1" in str(refused.value) and LONG not in str(refused.value)
+
+
+def test_new_tokens_are_added_and_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "tokens"
+    first = new_token(path)
+    second = new_token(path, ["ci"])
+    assert first != second and len(first) >= 40
+    book = TokenBook.load(path, environ={})
+    one, two = book.verify(first), book.verify(second)
+    assert one is not None and one.allows("x")
+    assert two is not None and two.allows("ci") and not two.allows("x")
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_rate_limit_lets_a_burst_through_then_says_when_to_retry() -> None:
+    limiter = RateLimiter(rate=1.0, burst=3)
+    assert [limiter.wait_for("a") for _ in range(3)] == [0.0, 0.0, 0.0]
+    wait = limiter.wait_for("a")
+    assert 0.9 < wait <= 1.0
+    assert retry_after(wait) == "1"
+    assert limiter.wait_for("b") == 0.0  # per client
+    assert RateLimiter(rate=0, burst=1).wait_for("a") == 0.0  # 0: no limit
+
+
+def test_in_flight_refuses_past_its_bound_and_frees_on_leave() -> None:
+    gate = InFlight(2)
+    assert gate.enter() and gate.enter()
+    assert not gate.enter() and gate.active == 2
+    gate.leave()
+    assert gate.enter()
