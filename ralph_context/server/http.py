@@ -174,7 +174,7 @@ class _Endpoint:
         name = scope.get("path_params", {}).get("name", namespaces.DEFAULT)
         if not namespaces.is_name(name):
             problem = f"namespace {name!r:.80} is not allowed: use {namespaces.NAME_RULE}"
-            await JSONResponse({"error": problem}, status_code=404)(scope, receive, send)
+            await _refuse(scope, receive, send, 404, "bad_namespace", problem)
             return
         user = scope.get("user")
         if self.tokens.enabled:
@@ -204,37 +204,50 @@ class _Endpoint:
         try:
             space = await self.spaces.get(name)
         except RuntimeError as exc:
-            await JSONResponse({"error": str(exc)}, status_code=503)(scope, receive, send)
+            await _refuse(scope, receive, send, 503, "too_many_namespaces", str(exc))
             return
         if space.manager is None:
             problem = f"namespace {name!r} could not be opened: {space.error}"
-            await JSONResponse({"error": problem}, status_code=503)(scope, receive, send)
+            await _refuse(scope, receive, send, 503, "namespace_failed", problem)
             return
         await space.manager.handle_request(scope, receive, send)
 
 
 _NO_TOKEN = "this server needs 'Authorization: Bearer <token>'"
+# JSON-RPC's "server error" range: the MCP client shows a JSON-RPC error body's message
+# (for any other body it shows only "Server returned an error response").
+_REFUSED = -32000
+
+
+async def _refuse(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    status: int,
+    kind: str,
+    text: str,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """An HTTP refusal whose body is a JSON-RPC error, so the client shows ``text``."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": _REFUSED, "message": text, "data": {"reason": kind}},
+    }
+    await JSONResponse(body, status_code=status, headers=headers)(scope, receive, send)
 
 
 async def _auth_error(
     scope: Scope, receive: Receive, send: Send, status: int, error: str, text: str
 ) -> None:
     challenge = f'Bearer realm="ralph-context", error="{error}", error_description="{text}"'
-    response = JSONResponse(
-        {"error": error, "error_description": text},
-        status_code=status,
-        headers={"WWW-Authenticate": challenge},
-    )
-    await response(scope, receive, send)
+    await _refuse(scope, receive, send, status, error, text, {"WWW-Authenticate": challenge})
 
 
 async def _busy(scope: Scope, receive: Receive, send: Send, wait: float, text: str) -> None:
-    response = JSONResponse(
-        {"error": "too_many_requests", "error_description": f"{text}; retry shortly"},
-        status_code=429,
-        headers={"Retry-After": retry_after(wait)},
-    )
-    await response(scope, receive, send)
+    after = retry_after(wait)
+    message = f"{text}; retry in {after} s"
+    await _refuse(scope, receive, send, 429, "too_many_requests", message, {"Retry-After": after})
 
 
 def _session(scope: Scope) -> str:

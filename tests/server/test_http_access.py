@@ -180,3 +180,15 @@ async def test_read_only_serving_lists_and_accepts_no_write(tmp_path: Path) -> N
     finally:
         process.terminate()
         process.communicate(timeout=30)
+
+
+async def test_the_mcp_client_is_told_why_it_was_refused_and_keeps_its_session(
+    guarded: str,
+) -> None:
+    with anyio.fail_after(120):
+        async with _client(guarded, EVERYWHERE) as client:
+            with pytest.raises(mcp.MCPError, match=r"rate limit .* retry in \d+ s"):
+                for _ in range(80):  # a burst of 40 at 2/s
+                    await client.call_tool("get_context_stats", {})
+            await anyio.sleep(1.5)  # the bucket refills: the same session goes on
+            assert (await call(client, "get_context_stats"))["namespace"] == "default"

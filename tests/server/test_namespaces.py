@@ -112,7 +112,7 @@ async def test_a_bad_namespace_name_is_refused_with_the_rule(served: tuple[str, 
     async with httpx.AsyncClient() as http:
         answer = await http.post(f"{base}/ns/Not_Lower/mcp", json={})
     assert answer.status_code == 404
-    assert "lowercase letters" in answer.json()["error"]
+    assert "lowercase letters" in answer.json()["error"]["message"]
 
 
 def test_the_cli_lists_namespaces_with_sizes(served: tuple[str, Path]) -> None:
