@@ -13,6 +13,7 @@ is built.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ __all__ = [
     "NamespaceSize",
     "check_name",
     "directory",
+    "disk_bytes",
     "endpoint",
     "is_name",
     "listing",
@@ -86,20 +88,27 @@ def listing(root: Path) -> list[NamespaceSize]:
         if (nested.is_dir())
         else []
     )
-    found = [NamespaceSize(DEFAULT, _megabytes(root, skip=nested))]
-    found += [NamespaceSize(name, _megabytes(nested / name, skip=None)) for name in names]
+    found = [NamespaceSize(DEFAULT, _megabytes(root))]
+    found += [NamespaceSize(name, _megabytes(nested / name)) for name in names]
     return found
 
 
-def _megabytes(folder: Path, *, skip: Path | None) -> float:
+def _megabytes(folder: Path) -> float:
+    return round(disk_bytes(folder) / (1024 * 1024), 2)
+
+
+def disk_bytes(folder: Path) -> int:
+    """Bytes on disk of the store at ``folder``, every version, without the namespaces
+    nested in it: the default namespace's size (which its size limit prunes against) is
+    its own, not the whole store's."""
+    nested = folder / FOLDER
     total = 0
-    if folder.is_dir():
-        for path in folder.rglob("*"):
-            if skip is not None and path.is_relative_to(skip):
-                continue
+    for here, dirs, files in os.walk(folder):
+        if Path(here) == folder and FOLDER in dirs and nested.is_dir():
+            dirs.remove(FOLDER)
+        for name in files:
             try:
-                if path.is_file():
-                    total += path.stat().st_size
+                total += (Path(here) / name).stat().st_size
             except OSError:  # removed while we counted (a compaction's cleanup)
                 continue
-    return round(total / (1024 * 1024), 2)
+    return total

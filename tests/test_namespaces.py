@@ -69,6 +69,9 @@ async def test_namespaces_share_nothing_but_the_store_folder(
         # One lock for the whole store, held by this process for all three.
         note = writer_lock.holder(root)
         assert note is not None and note.pid == os.getpid()
+        # The default namespace's size (its size limit prunes against it) is its own.
+        assert await d.size_bytes() < await a.size_bytes()
+        assert await d.size_bytes() == namespaces.disk_bytes(root)
         # Forgetting every skill in alpha leaves beta's.
         await a.forget(context_types=[ContextType.SKILL])
         assert (await b.stats()).items == 1
@@ -100,3 +103,12 @@ def test_an_http_entry_points_at_its_namespace() -> None:
     assert entry == {"type": "http", "url": "http://127.0.0.1:8765/ns/ci/mcp"}
     plain = server_entry("http", config=None, host="127.0.0.1", port=8765)
     assert plain["url"] == "http://127.0.0.1:8765/mcp"
+
+
+def test_a_stores_size_leaves_out_the_namespaces_nested_in_it(tmp_path: Path) -> None:
+    (tmp_path / "own.bin").write_bytes(b"x" * 100)
+    nested = tmp_path / "namespaces" / "alpha"
+    nested.mkdir(parents=True)
+    (nested / "theirs.bin").write_bytes(b"y" * 5000)
+    assert namespaces.disk_bytes(tmp_path) == 100
+    assert namespaces.disk_bytes(nested) == 5000

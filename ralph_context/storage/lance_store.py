@@ -14,7 +14,6 @@ Why the details below:
 from __future__ import annotations
 
 import math
-import os
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -30,6 +29,7 @@ import pyarrow.compute as pc
 import structlog
 from lancedb.index import FTS, Bitmap, BTree, IvfSq, LabelList
 
+from ralph_context import namespaces
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ItemNotFound, ModelMismatch, StoreError
 from ralph_context.forgetting import ForgetSelection
@@ -765,14 +765,7 @@ class LanceStore:
         """Bytes on disk (every version), or the in-memory table size."""
         if self.location is None:
             return sum(_total_bytes(table) for table in (self.items, self.iterations))
-        total = 0
-        for root, _dirs, files in os.walk(self.location):
-            for name in files:
-                try:
-                    total += (Path(root) / name).stat().st_size
-                except OSError:
-                    continue
-        return total
+        return namespaces.disk_bytes(self.location)
 
     def stats(self) -> StoreStats:
         """Counts by type and state, size, version and index facts."""
