@@ -387,7 +387,6 @@ def health(
 def reindex(config: ConfigOption = None, log_level: LogOption = None) -> None:
     """Re-embed every stored item, in every namespace, with the configured model (after
     changing models: a namespace left on the old model would refuse to open)."""
-    from ralph_context import namespaces
     from ralph_context.embeddings.local import load_embedder
     from ralph_context.storage.reindex import reindex_store
 
@@ -398,13 +397,12 @@ def reindex(config: ConfigOption = None, log_level: LogOption = None) -> None:
     try:
         embedder = load_embedder(settings.embeddings)
         count = 0
-        spaces = namespaces.listing(root)
+        spaces = namespaces.names(root)
         for space in spaces:
-            location = namespaces.directory(root, space.name)
             if len(spaces) > 1:
-                err.print(f"namespace {space.name}:", highlight=False)
+                err.print(f"namespace {space}:", highlight=False)
             count += reindex_store(
-                location,
+                namespaces.directory(root, space),
                 embedder,
                 batch_size=settings.embeddings.batch_size,
                 progress=lambda done, total: err.print(f"\r{done}/{total}", end=""),

@@ -30,6 +30,7 @@ __all__ = [
     "endpoint",
     "is_name",
     "listing",
+    "names",
 ]
 
 DEFAULT = "default"
@@ -79,22 +80,20 @@ class NamespaceSize:
     size_mb: float
 
 
-def listing(root: Path) -> list[NamespaceSize]:
-    """Every namespace of the store at ``root`` with its size on disk, ``default`` first.
-    The default namespace's size leaves the other namespaces' folders out."""
+def names(root: Path) -> list[str]:
+    """Every namespace of the store at ``root``, ``default`` first."""
     nested = root / FOLDER
-    names = (
-        sorted(p.name for p in nested.iterdir() if p.is_dir() and is_name(p.name))
-        if (nested.is_dir())
-        else []
-    )
-    found = [NamespaceSize(DEFAULT, _megabytes(root))]
-    found += [NamespaceSize(name, _megabytes(nested / name)) for name in names]
-    return found
+    if not nested.is_dir():
+        return [DEFAULT]
+    return [DEFAULT, *sorted(p.name for p in nested.iterdir() if p.is_dir() and is_name(p.name))]
 
 
-def _megabytes(folder: Path) -> float:
-    return round(disk_bytes(folder) / (1024 * 1024), 2)
+def listing(root: Path) -> list[NamespaceSize]:
+    """Every namespace of the store at ``root`` with its size on disk, ``default`` first."""
+    return [
+        NamespaceSize(name, round(disk_bytes(directory(root, name)) / (1024 * 1024), 2))
+        for name in names(root)
+    ]
 
 
 def disk_bytes(folder: Path) -> int:

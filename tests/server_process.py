@@ -39,6 +39,14 @@ def environment(config: Path) -> dict[str, str]:
     return {**inherited, "RALPH_CONTEXT_CONFIG": str(config)}
 
 
+def store_config(config: Path, store: Path) -> Path:
+    """Write ``config``: a ``ralph.yaml`` naming ``store`` and nothing else; returns it."""
+    config.write_text(
+        f"learning:\n  mcp_context:\n    storage:\n      path: {store}\n", encoding="utf-8"
+    )
+    return config
+
+
 def start_http_server(
     config: Path, *args: str, env: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:

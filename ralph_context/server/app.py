@@ -12,6 +12,8 @@ the argument, what was wrong and what is allowed.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,17 +21,24 @@ from mcp import MCPError
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, GetPromptResult, InputRequiredResult
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    GetPromptResult,
+    InputRequiredResult,
+    ToolAnnotations,
+)
 from pydantic import ValidationError
 
 from ralph_context import __version__
 from ralph_context._logging import audit_logger, ensure_logging
-from ralph_context.config import Settings
+from ralph_context.config import EmbeddingsSettings, Settings
+from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.engine import Engine
 from ralph_context.errors import ActorUnavailable, InvalidInput, RalphContextError
 from ralph_context.server.custom_prompts import argument_problem
 
-__all__ = ["ContextServer", "EngineHolder", "build_server", "describe_validation"]
+__all__ = ["ContextServer", "EngineHolder", "build_server", "describe_validation", "serving"]
 
 audit_log = audit_logger()
 
@@ -86,7 +95,10 @@ class ContextServer(MCPServer):
         except Exception as exc:
             if audited:
                 _audit(name, self.namespace, context, f"refused: {type(exc).__name__}")
-            raise self._readable(name, exc) from exc.__cause__
+            readable = self._readable(name, exc)
+            if readable is exc:
+                raise
+            raise readable from exc.__cause__
         if audited:
             _audit(name, self.namespace, context, "done")
         return result
@@ -94,9 +106,7 @@ class ContextServer(MCPServer):
     async def _write_tools(self) -> frozenset[str]:
         if self._writes is None:
             self._writes = frozenset(
-                tool.name
-                for tool in await self.list_tools()
-                if tool.annotations is None or not tool.annotations.read_only_hint
+                tool.name for tool in await self.list_tools() if _writes(tool.annotations)
             )
         return self._writes
 
@@ -202,6 +212,32 @@ def build_server(holder: EngineHolder, *, read_only: bool = False) -> ContextSer
     server.namespace = holder.settings.storage.namespace
     if read_only:
         for tool in server._tool_manager.list_tools():
-            if tool.annotations is None or not tool.annotations.read_only_hint:
+            if _writes(tool.annotations):
                 server.remove_tool(tool.name)
     return server
+
+
+@asynccontextmanager
+async def serving(
+    settings: Settings,
+    *,
+    read_only: bool = False,
+    model_loader: Callable[[EmbeddingsSettings], LocalEmbedder] = load_embedder,
+) -> AsyncIterator[tuple[ContextServer, Engine]]:
+    """The MCP server for ``settings``' namespace, with its engine running behind it (the
+    server is built first, so a bad custom prompt costs no model load).
+
+    Raises:
+        ConfigError: A custom prompt's definition is invalid.
+        ModelMismatch, StoreLocked: The engine cannot open the store.
+    """
+    holder = EngineHolder(settings)
+    server = build_server(holder, read_only=read_only)
+    async with Engine(settings, model_loader=model_loader, read_only=read_only) as engine:
+        holder.engine = engine
+        yield server, engine
+
+
+def _writes(annotations: ToolAnnotations | None) -> bool:
+    """True for a tool that may change the store: any not annotated read-only."""
+    return annotations is None or not annotations.read_only_hint

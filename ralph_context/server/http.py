@@ -35,7 +35,7 @@ from ralph_context import namespaces
 from ralph_context.config import EmbeddingsSettings, ServerSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.engine import Engine
-from ralph_context.server.app import EngineHolder, build_server
+from ralph_context.server.app import serving
 from ralph_context.server.limits import InFlight, RateLimiter, retry_after
 from ralph_context.server.tokens import TokenBook
 
@@ -89,10 +89,6 @@ class Spaces:
         self._spaces: dict[str, _Space] = {}
         self._closing = anyio.Event()
 
-    @property
-    def names(self) -> list[str]:
-        return sorted(self._spaces)
-
     async def get(self, name: str) -> _Space:
         """Namespace ``name``, started if it was not (waits until its engine answers).
 
@@ -116,19 +112,19 @@ class Spaces:
 
     async def _serve(self, name: str, space: _Space) -> None:
         settings = self.settings.with_overrides(storage={"namespace": name})
-        holder = EngineHolder(settings)
-        server = build_server(holder, read_only=self.read_only)
         limits = self.settings.server
-        server.streamable_http_app(
-            transport_security=self.security,
-            session_idle_timeout=limits.session_idle_minutes * 60,
-            max_sessions=limits.max_sessions,
-        )
         try:
-            async with Engine(settings, model_loader=self.model, read_only=self.read_only) as e:
-                holder.engine = e
+            async with serving(settings, read_only=self.read_only, model_loader=self.model) as (
+                server,
+                engine,
+            ):
+                server.streamable_http_app(
+                    transport_security=self.security,
+                    session_idle_timeout=limits.session_idle_minutes * 60,
+                    max_sessions=limits.max_sessions,
+                )
                 async with server.session_manager.run():
-                    space.manager, space.engine = server.session_manager, e
+                    space.manager, space.engine = server.session_manager, engine
                     space.ready.set()
                     log.info("namespace_opened", namespace=name)
                     await self._closing.wait()

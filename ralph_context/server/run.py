@@ -21,7 +21,7 @@ from ralph_context import namespaces
 from ralph_context.config import Settings
 from ralph_context.engine import Engine
 from ralph_context.errors import ConfigError
-from ralph_context.server.app import EngineHolder, build_server
+from ralph_context.server.app import serving
 from ralph_context.server.http import LOOPBACK, Spaces, build_app
 from ralph_context.server.tokens import TokenBook
 from ralph_context.storage import writer_lock
@@ -57,10 +57,7 @@ async def serve(
     bind = host or settings.server.host
     number = port or settings.server.port
     if chosen == "stdio":
-        holder = EngineHolder(settings)
-        server = build_server(holder, read_only=read_only)
-        async with Engine(settings, read_only=read_only) as engine:
-            holder.engine = engine
+        async with serving(settings, read_only=read_only) as (server, engine):
             log.info("serving", transport="stdio", **_facts(engine))
             await server.run_stdio_async()
         return
@@ -107,10 +104,7 @@ async def _serve_sse(
     """The deprecated SSE transport: the default namespace, on loopback, without tokens."""
     if tokens.enabled:
         raise ConfigError("the SSE transport has no authentication here; use --transport http")
-    holder = EngineHolder(settings)
-    server = build_server(holder, read_only=read_only)
-    async with Engine(settings, read_only=read_only) as engine:
-        holder.engine = engine
+    async with serving(settings, read_only=read_only) as (server, _engine):
         await _uvicorn(server.sse_app(host=bind), bind, port, store, "/sse")
 
 

@@ -22,7 +22,7 @@ from ralph_context_ralph import Handle, ServerSource, attach
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached
 from tests.ralph_plugin.test_hook import FACT, SCRIPT, TASK
-from tests.server_process import free_port, start_http_server
+from tests.server_process import free_port, start_http_server, store_config
 
 
 def then(action: Callable[[], object], output: str) -> Callable[[str], ToolResponse]:
@@ -53,11 +53,7 @@ def test_server_not_running_the_loop_continues_without_context(
 def test_server_killed_mid_run_serves_the_tasks_cached_context(
     ralph_workdir: Path, make_settings: SettingsFactory
 ) -> None:
-    config = ralph_workdir.parent / "server.yaml"
-    config.write_text(
-        f"learning:\n  mcp_context:\n    storage:\n      path: {ralph_workdir.parent / 'store'}\n",
-        encoding="utf-8",
-    )
+    config = store_config(ralph_workdir.parent / "server.yaml", ralph_workdir.parent / "store")
     server, url = start_http_server(config)
     try:
         script = [SCRIPT[0], then(server.kill, SCRIPT[1]), SCRIPT[2], SCRIPT[3]]

@@ -17,7 +17,7 @@ from ralph_context.models import Tier
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached
 from tests.ralph_plugin.test_hook import FACT, SCRIPT, TASK
-from tests.server_process import CLI, environment, start_http_server
+from tests.server_process import CLI, environment, start_http_server, store_config
 
 
 def _cli(config: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -37,11 +37,7 @@ def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
     ralph_workdir: Path, make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
     settings = make_settings()
-    config = ralph_workdir.parent / "server.yaml"
-    config.write_text(
-        f"learning:\n  mcp_context:\n    storage:\n      path: {settings.store_path()}\n",
-        encoding="utf-8",
-    )
+    config = store_config(ralph_workdir.parent / "server.yaml", settings.store_path())
     server, url = start_http_server(config)
     try:
         second = _cli(config, "serve")

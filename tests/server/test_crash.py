@@ -14,7 +14,7 @@ import mcp
 
 from ralph_context import Settings
 from ralph_context.storage.lance_store import LanceStore
-from tests.server_process import start_http_server
+from tests.server_process import start_http_server, store_config
 
 CYCLES = 5
 
@@ -66,10 +66,7 @@ async def _health(url: str) -> str:
 
 def test_kill_9_during_writes_loses_no_acknowledged_item(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    config = tmp_path / "ralph.yaml"
-    config.write_text(
-        f"learning:\n  mcp_context:\n    storage:\n      path: {store}\n", encoding="utf-8"
-    )
+    config = store_config(tmp_path / "ralph.yaml", store)
     acknowledged: list[str] = []
     for cycle in range(CYCLES):
         server, url = start_http_server(config)
