@@ -30,6 +30,7 @@ from ralph_context.cli_output import load_settings as _settings
 from ralph_context.cli_studio import studio_app
 from ralph_context.config import Settings, default_file
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
+from ralph_context.metadata_filter import parse_condition
 from ralph_context.models import ContextType, RetrievalResult
 
 if TYPE_CHECKING:
@@ -205,17 +206,36 @@ def search(
     ] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Any of these tags.")] = None,
     min_score: Annotated[float | None, typer.Option(help="Similarity threshold 0-1.")] = None,
+    where: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--where",
+            "-w",
+            metavar="'KEY OP VALUE'",
+            help="A metadata condition, e.g. 'priority >= 2', 'lang in py,rs'; OP: "
+            "== != < <= > >= in 'not in'; repeatable (all must hold).",
+        ),
+    ] = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
     log_level: LogOption = None,
 ) -> None:
     """Retrieve the items most relevant to QUERY."""
     settings = _settings(config, log_level)
+    try:
+        conditions = [parse_condition(text) for text in where or ()]
+    except InvalidInput as exc:
+        raise _fail(str(exc), 2) from None
 
     async def work() -> RetrievalResult:
         async with _reader(settings) as engine:
             return await engine.search(
-                query, max_items=limit, context_types=type_, min_score=min_score, tags=tag
+                query,
+                max_items=limit,
+                context_types=type_,
+                min_score=min_score,
+                tags=tag,
+                metadata=conditions,
             )
 
     result = _run(work)

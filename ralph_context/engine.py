@@ -11,7 +11,7 @@ naming why). Whatever served the query is recorded in ``RetrievalResult.tier``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TypeVar
@@ -43,6 +43,7 @@ from ralph_context.errors import (
     StoreError,
 )
 from ralph_context.forgetting import ForgetReport, check_selection
+from ralph_context.metadata_filter import MetadataCondition, check_metadata_filter
 from ralph_context.models import (
     ContextItem,
     ContextType,
@@ -635,6 +636,7 @@ class Engine:
         max_tokens: int | None = None,
         tags: Sequence[str] | None = None,
         prefer_types: Sequence[ContextType | str] | None = None,
+        metadata: Sequence[MetadataCondition | Mapping[str, object]] | None = None,
     ) -> RetrievalResult:
         """Find the items most relevant to ``query``, best first, within a token budget.
 
@@ -651,6 +653,8 @@ class Engine:
             prefer_types: Types that score full type match without filtering the others out
                 (the Ralph hook's ``retrieval.context_types``). Ignored if ``context_types``
                 is given.
+            metadata: Only items whose metadata meets every condition
+                (``{"key": "priority", "op": ">=", "value": 2}``; see ``metadata_filter``).
 
         Raises:
             InvalidInput: A bad argument. Failures of the engine's parts never raise; they
@@ -673,7 +677,9 @@ class Engine:
         )
         only = check_context_types(context_types)
         preferred = only or check_context_types(prefer_types)
-        where = ItemFilter(types=only, tags_any=check_tags(tags))
+        where = ItemFilter(
+            types=only, tags_any=check_tags(tags), metadata=check_metadata_filter(metadata)
+        )
         with self._foreground.busy():
             await self._sync_skillbook()
             return await self._require_retriever().search(

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +31,13 @@ def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     if check and done.returncode != 0:
         raise AssertionError(f"exit {done.returncode}\nstdout:{done.stdout}\nstderr:{done.stderr}")
     return done
+
+
+def search_json(config: Path, query: str, *options: str) -> dict[str, Any]:
+    """``search --json`` with every score kept (``--min-score 0``)."""
+    done = cli("search", query, *options, "--min-score", "0", "--config", str(config), "--json")
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
 
 
 def test_store_then_search_json_has_the_documented_shape(config: Path) -> None:
@@ -63,20 +71,20 @@ def test_store_then_search_json_has_the_documented_shape(config: Path) -> None:
     assert first["tags"] == ["deps", "x' OR 1=1 --"]
     assert 0.3 <= first["score"] <= 1.0
     assert {"search_time_ms", "query_embedding_time_ms", "total_candidates"} <= set(found["stats"])
-    filtered = json.loads(
-        cli(
-            "search",
-            "the requests module is missing",
-            "--type",
-            "error",
-            "--min-score",
-            "0",
-            "--config",
-            str(config),
-            "--json",
-        ).stdout
-    )
+    filtered = search_json(config, "the requests module is missing", "--type", "error")
     assert {item["content_type"] for item in filtered["items"]} == {"error"}
+    cli(
+        "store",
+        "requests is pinned to 2.31 for the proxy bug",
+        "--metadata",
+        '{"pinned": true, "version": "2.31"}',
+        "--config",
+        str(config),
+    )
+    pinned = search_json(
+        config, "requests module", "--where", "pinned == true", "-w", 'version >= "2.30"'
+    )
+    assert [item["metadata"] for item in pinned["items"]] == [{"pinned": True, "version": "2.31"}]
 
 
 def test_stats_and_health_report_the_store_and_tier(config: Path) -> None:
@@ -100,6 +108,9 @@ def test_bad_input_exits_2_with_a_message_and_stores_nothing(config: Path) -> No
     unknown = cli("store", "ok", "--type", "memo", "--config", str(config), check=False)
     assert unknown.returncode == 2
     assert "allowed: task, iteration, skill, file, output, error" in unknown.stderr
+    where = cli("search", "x", "--where", "priority", "--config", str(config), check=False)
+    assert where.returncode == 2
+    assert "--where 'priority' is not KEY OP VALUE" in where.stderr
     stats = json.loads(cli("stats", "--config", str(config), "--json").stdout)
     assert stats["items"] == 0
 

@@ -18,6 +18,7 @@ from ralph_context import __version__
 from ralph_context.engine import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS, NewItem
 from ralph_context.errors import RalphContextError
 from ralph_context.forgetting import MAX_FORGET_IDS
+from ralph_context.metadata_filter import MAX_CONDITIONS, MetadataCondition
 from ralph_context.models import (
     MAX_COST,
     MAX_COUNT,
@@ -114,6 +115,16 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
             ),
         ] = None,
         tags: Annotated[Tags, Field(description="Only items with any of these tags.")] = None,
+        metadata: Annotated[
+            list[MetadataCondition] | None,
+            Field(
+                max_length=MAX_CONDITIONS,
+                description="Only items whose stored metadata meets every condition, e.g. "
+                '[{"key": "priority", "op": ">=", "value": 2}, '
+                '{"key": "lang", "op": "in", "value": ["py", "rs"]}]. Values match values of '
+                "their own kind; != and 'not in' also match items without the key.",
+            ),
+        ] = None,
     ) -> ContextAnswer:
         """Retrieve the stored context most relevant to the current task, best first.
 
@@ -129,6 +140,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
             min_score=min_score,
             max_tokens=max_tokens,
             tags=tags,
+            metadata=metadata,
         )
         return ContextAnswer(items=list(result.items), stats=SearchStats.of(result))
 

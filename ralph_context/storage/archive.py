@@ -25,10 +25,10 @@ from lancedb.index import IvfSq
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
-from ralph_context.storage import reads
+from ralph_context.storage import json_metadata, reads
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.index_merge import merge_deltas
-from ralph_context.storage.schema import item_from_row, item_to_row, items_schema
+from ralph_context.storage.schema import item_from_row, item_to_row, items_schema, writable
 from ralph_context.storage.upkeep import tidy
 from ralph_context.storage.vectors import partitions, probes, vector_matrix
 
@@ -95,6 +95,13 @@ class ArchiveStore:
             table = self._open[name] = self._db.open_table(name)
         return table
 
+    def migrate_metadata(self) -> None:
+        """Move every month table's metadata to Lance JSON (see ``json_metadata``), so a
+        metadata filter can search the archive as it searches the hot table."""
+        for name in self._names:
+            if json_metadata.migrate(self._table(name)):
+                self._open[name] = self._db.open_table(name)
+
     def tables(self) -> list[str]:
         """Month tables, oldest first."""
         return list(self._names)
@@ -128,7 +135,7 @@ class ArchiveStore:
             rows.append(row)
         table = self._month(when)
         # The table's own schema: a month table from before a column was added lacks it.
-        table.add(pa.Table.from_pylist(rows, schema=table.schema))
+        table.add(pa.Table.from_pylist(rows, schema=writable(table.schema)))
         self._added(table, len(rows))
 
     def put_rows(
@@ -155,7 +162,7 @@ class ArchiveStore:
         for name, values in extra.items():
             rows = rows.append_column(name, values)
         # The table's own schema (a month table from before a column was added lacks it).
-        schema = table.schema
+        schema = writable(table.schema)
         table.add(rows.select(schema.names).cast(schema))
         self._added(table, count)
 

@@ -7,11 +7,13 @@ SQL literal (single quotes doubled). Nothing a caller types is ever spliced into
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
+from ralph_context.metadata_filter import MetadataCondition, MetadataOp, Scalar
 from ralph_context.models import ContextState, ContextType
 
-__all__ = ["ItemFilter", "sql_string"]
+__all__ = ["ItemFilter", "metadata_sql", "sql_string"]
 
 
 def sql_string(value: str) -> str:
@@ -21,6 +23,73 @@ def sql_string(value: str) -> str:
 
 def _in_list(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(sql_string(v) for v in values)})"
+
+
+_SQL_OPS = {
+    MetadataOp.EQ: "=",
+    MetadataOp.NE: "<>",
+    MetadataOp.LT: "<",
+    MetadataOp.LE: "<=",
+    MetadataOp.GT: ">",
+    MetadataOp.GE: ">=",
+}
+
+
+def _is_number(value: Scalar) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def metadata_sql(condition: MetadataCondition) -> str:
+    """One condition on the ``metadata`` column (Lance JSON).
+
+    ``json_extract`` gives a value's JSON text (``'"py"'``, ``'3'``, ``'true'``; null when
+    the key is missing) and never fails on a row, whatever that row holds; the typed
+    ``json_get_*`` functions fail the whole query on one row of another type. So text and
+    booleans are compared as JSON text, against a literal encoded as Lance encodes it (the
+    same escapes as ``json.dumps``, checked for quotes, backslashes, control characters and
+    non-ASCII); numbers through ``TRY_CAST(... AS DOUBLE)``, null for anything not a
+    number. Text ordering also requires the value to be text (``LIKE '"%'``); a quote,
+    backslash or control character inside text orders as its escape.
+    """
+    path = "$[" + json.dumps(condition.key, ensure_ascii=False) + "]"
+    text = f"json_extract(metadata, {sql_string(path)})"
+    number = f"TRY_CAST({text} AS DOUBLE)"
+    op = condition.op
+    values = condition.values
+    if op in (MetadataOp.IN, MetadataOp.NOT_IN):
+        numbers = ", ".join(_float(v) for v in values if _is_number(v))
+        texts = ", ".join(_json_literal(v) for v in values if not _is_number(v))
+        if op is MetadataOp.IN:
+            found = [f"{number} IN ({numbers})"] if numbers else []
+            found += [f"{text} IN ({texts})"] if texts else []
+            return "(" + " OR ".join(found) + ")"
+        # A value not among the numbers (or not a number) and not among the rest.
+        kept = [f"({number} IS NULL OR {number} NOT IN ({numbers}))"] if numbers else []
+        kept += [f"({text} IS NULL OR {text} NOT IN ({texts}))"] if texts else []
+        return "(" + " AND ".join(kept) + ")"
+    value = values[0]
+    sql_op = _SQL_OPS[op]
+    if _is_number(value):
+        compared = f"{number} {sql_op} {_float(value)}"
+        return f"({number} IS NULL OR {compared})" if op is MetadataOp.NE else compared
+    literal = _json_literal(value)
+    if op is MetadataOp.NE:
+        return f"({text} IS NULL OR {text} <> {literal})"
+    if op is MetadataOp.EQ:
+        return f"{text} = {literal}"
+    # Without the closing quote on both sides: '"ab"' > '"ab!"' (the quote sorts after
+    # '!' and ' '), yet "ab" < "ab!".
+    opened = sql_string(json.dumps(value, ensure_ascii=False)[:-1])
+    return f"({text} LIKE '\"%' AND left({text}, length({text}) - 1) {sql_op} {opened})"
+
+
+def _float(value: Scalar) -> str:
+    """A finite float as a SQL literal (``repr`` gives ``1e+20``, ``-2.5``, ``3.0``)."""
+    return repr(float(value))
+
+
+def _json_literal(value: Scalar) -> str:
+    return sql_string(json.dumps(value, ensure_ascii=False))
 
 
 @dataclass(frozen=True)
@@ -35,6 +104,7 @@ class ItemFilter:
     max_iteration: int | None = None
     has_vector: bool | None = None
     sequences: tuple[int, ...] = ()
+    metadata: tuple[MetadataCondition, ...] = ()
 
     def to_sql(self) -> str | None:
         """The ``where`` clause, or ``None`` when nothing is filtered."""
@@ -55,6 +125,7 @@ class ItemFilter:
         if self.sequences:
             # int(): these come from the store's own column, but a clause never trusts that.
             parts.append(f"sequence IN ({', '.join(str(int(n)) for n in self.sequences)})")
+        parts.extend(metadata_sql(condition) for condition in self.metadata)
         if self.has_vector is not None:
             parts.append("vector IS NOT NULL" if self.has_vector else "vector IS NULL")
         return " AND ".join(f"({p})" for p in parts) if parts else None

@@ -34,7 +34,7 @@ from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ItemNotFound, ModelMismatch, StoreError
 from ralph_context.forgetting import ForgetSelection
 from ralph_context.models import ContextItem, ContextState, ContextType, IterationResult
-from ralph_context.storage import reads, threads, writer_lock
+from ralph_context.storage import json_metadata, reads, threads, writer_lock
 from ralph_context.storage.archive import ArchivedItem, ArchiveStore
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
@@ -51,6 +51,7 @@ from ralph_context.storage.schema import (
     iteration_from_row,
     iteration_to_row,
     iterations_schema,
+    writable,
 )
 from ralph_context.storage.tally import Tally, counts
 from ralph_context.storage.upkeep import tidy
@@ -184,12 +185,18 @@ class LanceStore:
         self._index_looked_up = False
         self._nprobes = 8
         self.items = self._open_items()
+        # Asked once: the property reads the manifest on every call, and rows must not be
+        # built with the reported type of the JSON column (see ``schema.writable``).
+        self._items_schema = writable(self.items.schema)
+        self._metadata_json = json_metadata.is_json(self.items)
         self.iterations = self._table(ITERATIONS, iterations_schema())
         self.usage = UsageLedger(self._table(USAGE, usage_schema()))
         self.requests = RequestLog(self._table(REQUEST_KEYS, request_keys_schema(), needed=False))
         self.archive = ArchiveStore(
             location, self.dimension, options=STORAGE_OPTIONS, consistency=self._consistency()
         )
+        if not self.read_only:
+            self.archive.migrate_metadata()
         self.packs = PackSpace(self._db, self.dimension)
         self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
         # Hot rows by type and state, kept by this process's writes (none when reading
@@ -257,6 +264,8 @@ class LanceStore:
             )
         if self.read_only:
             return table
+        if json_metadata.migrate(table):
+            table = self._db.open_table(ITEMS)
         threads.ensure_column(table)
         indexed = {tuple(index.columns) for index in table.list_indices()}
         for column, config in _SCALAR_INDEXES:
@@ -279,7 +288,7 @@ class LanceStore:
             stored.append(placed)
             rows.append(item_to_row(placed, vector))
         if rows:
-            batch = pa.Table.from_pylist(rows, schema=self.items.schema)
+            batch = pa.Table.from_pylist(rows, schema=self._items_schema)
             self.items.add(batch)
             self.usage.register(stored)
             self._vector_rows += sum(vector is not None for _, vector in pairs)
@@ -300,7 +309,7 @@ class LanceStore:
 
     def list_items(self, where: ItemFilter, limit: int) -> list[ContextItem]:
         """Items matching a filter, unordered, at most ``limit``."""
-        rows = reads.rows_where(self.items, where.to_sql(), limit).to_pylist()
+        rows = reads.rows_where(self.items, self._where(where), limit).to_pylist()
         return [self._item(r) for r in rows]
 
     def vector_search(
@@ -314,7 +323,7 @@ class LanceStore:
             self.items,
             query,
             limit,
-            where=where.to_sql(),
+            where=self._where(where),
             nprobes=self._nprobes if self.has_vector_index() else None,
         )
         vectors_column = table.column("vector")
@@ -336,7 +345,7 @@ class LanceStore:
         narrowed, places = threads.neighbour_filter(items, where)
         if not places:
             return []
-        table = reads.rows_where(self.items, narrowed.to_sql(), places)
+        table = reads.rows_where(self.items, self._where(narrowed), places)
         vectors = vector_list(table.column("vector"), self.dimension)
         found = [
             (self._item(row), vector)
@@ -349,13 +358,27 @@ class LanceStore:
     ) -> list[tuple[ContextItem, float, Vectors | None]]:
         """Full-text (BM25) matches, best first, with their raw scores and vectors (``None``
         for items stored while no model was loaded)."""
-        table = reads.text_rows(self.items, text, "content", limit, where=where.to_sql())
+        table = reads.text_rows(self.items, text, "content", limit, where=self._where(where))
         vectors = vector_list(table.column("vector"), self.dimension)
         rows = table.drop_columns(["vector"]).to_pylist()
         return [
             (self._item(row), float(row["_score"]), vector)
             for row, vector in zip(rows, vectors, strict=True)
         ]
+
+    def _where(self, where: ItemFilter) -> str | None:
+        """``where`` as a clause on the hot table.
+
+        Raises:
+            StoreError: A metadata filter on a store whose metadata is still text (read
+                beside a writer of an older version, which has not moved it).
+        """
+        if where.metadata and not self._metadata_json:
+            raise StoreError(
+                f"the store at {self.location} keeps metadata as text, which cannot be "
+                "filtered; it is moved to Lance JSON when this version opens it to write"
+            )
+        return where.to_sql()
 
     def _item(self, row: dict[str, Any]) -> ContextItem:
         return self.usage.apply(item_from_row(row))
@@ -470,7 +493,7 @@ class LanceStore:
         if not pairs:
             return 0
         rows = [item_to_row(item, vector) for item, vector in pairs]
-        table = pa.Table.from_pylist(rows, schema=self.items.schema)
+        table = pa.Table.from_pylist(rows, schema=self._items_schema)
         self.items.merge_insert("id").when_matched_update_all().execute(table)
         self._vector_rows += sum(vector is None for _, vector in current)
         self.unindexed_rows += len(rows)
@@ -499,7 +522,7 @@ class LanceStore:
                 }
             )
             rows.append(item_to_row(rewritten, vector))
-        table = pa.Table.from_pylist(rows, schema=self.items.schema)
+        table = pa.Table.from_pylist(rows, schema=self._items_schema)
         self.items.merge_insert("id").when_matched_update_all().execute(table)
         if self._tally is not None:
             self._tally.move((item.state.value for item, _ in pairs), ContextState.SUMMARIZED)

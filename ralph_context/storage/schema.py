@@ -16,12 +16,14 @@ from ralph_context.models import ContextItem, ContextState, ContextType, Iterati
 __all__ = [
     "ITEMS",
     "ITERATIONS",
+    "METADATA_TYPE",
     "item_from_row",
     "item_to_row",
     "items_schema",
     "iteration_from_row",
     "iteration_to_row",
     "iterations_schema",
+    "writable",
 ]
 
 ITEMS = "context_items"
@@ -29,6 +31,11 @@ ITERATIONS = "iterations"
 
 _TS = pa.timestamp("us", tz="UTC")
 _USAGE_FIELDS = ("usefulness_score", "access_count", "last_accessed")
+
+# Lance stores this as its JSON type (binary JSONB), which search filters can look into
+# (``json_extract``); it reads back as JSON text. See ``storage/json_metadata.py``.
+METADATA_TYPE = pa.json_(pa.utf8())
+_LANCE_JSON = b"lance.json"
 
 
 def items_schema(dimension: int) -> pa.Schema:
@@ -49,13 +56,27 @@ def items_schema(dimension: int) -> pa.Schema:
             pa.field("created_iteration", pa.int64(), nullable=False),
             pa.field("source", pa.string(), nullable=False),
             pa.field("tags", pa.list_(pa.string()), nullable=False),
-            pa.field("metadata", pa.string(), nullable=False),  # JSON object
+            pa.field("metadata", METADATA_TYPE, nullable=False),  # JSON object
             pa.field("summary", pa.string(), nullable=True),
             pa.field("original_length", pa.int64(), nullable=True),
             pa.field("sequence", pa.int64(), nullable=True),
             pa.field("vector", pa.list_(pa.float32(), dimension), nullable=True),
         ]
     )
+
+
+def writable(schema: pa.Schema) -> pa.Schema:
+    """A table's schema as rows must be written to it.
+
+    LanceDB reports a JSON column as plain ``large_binary``; rows built or cast to that
+    type carry their JSON text as the binary JSONB Lance expects, and every metadata filter
+    on the table then fails on them ("InvalidJsonb"). Written as JSON text (this type),
+    Lance encodes them itself.
+    """
+    for position, field in enumerate(schema):
+        if (field.metadata or {}).get(b"ARROW:extension:name") == _LANCE_JSON:
+            schema = schema.set(position, pa.field(field.name, METADATA_TYPE, field.nullable))
+    return schema
 
 
 def iterations_schema() -> pa.Schema:

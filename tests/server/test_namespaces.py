@@ -17,7 +17,7 @@ import httpx
 import mcp
 import pytest
 
-from tests.server.mcp_scenario import call
+from tests.server.mcp_scenario import call, error_of
 from tests.server_process import CLI, environment, start_http_server
 
 
@@ -167,3 +167,47 @@ async def test_search_filters_by_tags(served: tuple[str, Path]) -> None:
             tags=["frontend"],
         )
     assert [entry["item"]["tags"] for entry in found["items"]] == [["frontend"]]
+
+
+async def test_search_filters_by_metadata(served: tuple[str, Path]) -> None:
+    base, _ = served
+    async with mcp.Client(f"{base}/ns/meta/mcp") as client:
+        stored = (
+            (3, "py", "Flaky test: the pytest fixture leaks a temp dir"),
+            (1, "rs", "Cargo test times out on the network mock"),
+            ("high", "py", "Mypy strict fails on the untyped plugin hook"),
+        )
+        for priority, lang, content in stored:
+            await call(
+                client,
+                "store_context",
+                content=content,
+                context_type="error",
+                metadata={"priority": priority, "lang": lang},
+            )
+
+        async def found(*conditions: dict[str, Any]) -> list[dict[str, Any]]:
+            answer = await call(
+                client,
+                "get_relevant_context",
+                query="test fails",
+                min_score=0.0,
+                metadata=list(conditions),
+            )
+            return sorted((entry["item"]["metadata"] for entry in answer["items"]), key=json.dumps)
+
+        assert await found({"key": "priority", "op": ">=", "value": 2}) == [
+            {"lang": "py", "priority": 3}
+        ]
+        assert await found(
+            {"key": "lang", "op": "==", "value": "py"},
+            {"key": "priority", "op": "not in", "value": [3]},
+        ) == [{"lang": "py", "priority": "high"}]
+        assert len(await found({"key": "lang", "op": "in", "value": ["py", "rs"]})) == 3
+        refused = await error_of(
+            client,
+            "get_relevant_context",
+            query="flaky",
+            metadata=[{"key": "priority", "op": "~", "value": 2}],
+        )
+    assert "metadata" in refused and "op" in refused and "==" in refused, refused

@@ -1,0 +1,363 @@
+"""Many clients, three namespaces, one HTTP server: latency, refusals, lost writes, memory.
+
+    python -m benchmarks.soak.run --out benchmarks/soak/results
+
+Seeds three namespaces of one store with ``--items`` items each (LoCoMo turns and vectors
+near theirs, as ``bench latency`` does), starts ``ralph-context serve --transport http`` on
+it (defaults but for the lifecycle, off as in ``bench latency``), then runs two phases:
+
+1. ``--clients`` (8) clients for ``--seconds`` (60): each sticks to one namespace and calls
+   back to back, a search (``get_relevant_context`` with a LoCoMo question) or, one call in
+   ``--write-every`` (4), a ``store_context`` of a new note.
+2. ``--burst-clients`` (50) clients for ``--burst-seconds`` (30), the same mix: past the
+   server's bound on calls in flight, a call is refused with 429 at once; the client waits
+   ``Retry-After`` and goes on.
+
+Then every acknowledged write is looked up in its own namespace (read-only, beside the
+running server) and in the others: lost, duplicated and leaked writes are counted. The
+server's RSS is read before, between and after the phases. Clients run in ``--procs``
+processes (each an asyncio loop of its share), so the client side is not one GIL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp
+import numpy as np
+
+from benchmarks.latency.mcp_latency import start_http
+from benchmarks.latency.run import DEFAULT_DATA, Corpus, load_corpus, load_store, percentile
+
+__all__ = ["main"]
+
+NAMESPACES = ("alpha", "beta", "gamma")
+TARGETS = {"soak_p99_ms": 150.0, "burst_served_p99_ms": 1000.0, "burst_longest_ms": 1000.0}
+
+
+# --- the clients (run in worker processes) ----------------------------------------------
+
+
+async def _client(
+    url: str, name: str, start: float, until: float, questions: list[str], write_every: int
+) -> list[dict[str, Any]]:
+    """Connects, waits for ``start``, then calls back to back until ``until`` (monotonic
+    clock, shared by the processes of one machine); one record per call."""
+    rng = random.Random(name)
+    calls: list[dict[str, Any]] = []
+    async with mcp.Client(url) as client:
+        await anyio.sleep(max(0.0, start - time.monotonic()))
+        n = 0
+        while time.monotonic() < until:
+            n += 1
+            write = n % write_every == 0
+            started = time.perf_counter()
+            record: dict[str, Any] = {"kind": "write" if write else "search"}
+            try:
+                if write:
+                    content = f"soak note {name} #{n}: {rng.choice(questions)}"
+                    answer = await client.call_tool(
+                        "store_context",
+                        {
+                            "content": content,
+                            "context_type": "output",
+                            "metadata": {"client": name, "n": n},
+                        },
+                    )
+                    if not answer.is_error and answer.structured_content:
+                        record["id"] = answer.structured_content["id"]
+                        record["content"] = content
+                else:
+                    answer = await client.call_tool(
+                        "get_relevant_context", {"query": rng.choice(questions)}
+                    )
+                record["outcome"] = "error" if answer.is_error else "ok"
+                if answer.is_error:
+                    record["error"] = str(answer.content)[:200]
+            except mcp.MCPError as exc:
+                refused = "retry in" in str(exc)
+                record["outcome"] = "refused" if refused else "error"
+                record["error"] = str(exc)[:200]
+            record["ms"] = (time.perf_counter() - started) * 1000
+            calls.append(record)
+            if record["outcome"] == "refused":
+                await anyio.sleep(1.0)  # the Retry-After the server gave (1 s)
+    return calls
+
+
+async def _clients(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+
+    async def one(url: str, name: str) -> None:
+        for record in await _client(
+            url, name, spec["start"], spec["until"], spec["questions"], spec["write_every"]
+        ):
+            record["client"], record["url"] = name, url
+            results.append(record)
+
+    async with anyio.create_task_group() as group:
+        for url, name in spec["clients"]:
+            group.start_soon(one, url, name)
+    return results
+
+
+def _worker() -> None:
+    spec = json.loads(sys.stdin.read())
+    print(json.dumps(anyio.run(_clients, spec)))
+
+
+# --- the phases ---------------------------------------------------------------------------
+
+
+def run_phase(
+    base: str,
+    *,
+    clients: int,
+    seconds: float,
+    procs: int,
+    questions: list[str],
+    write_every: int,
+    label: str,
+) -> list[dict[str, Any]]:
+    """``clients`` clients spread over the namespaces and ``procs`` processes."""
+    names = [(f"{base}/ns/{NAMESPACES[i % 3]}/mcp", f"{label}{i}") for i in range(clients)]
+    # Every client connected before the clock starts (imports take seconds on a busy box).
+    start_at = time.monotonic() + 8.0 + clients * 0.1
+    workers = []
+    for p in range(procs):
+        spec = {
+            "clients": names[p::procs],
+            "start": start_at,
+            "until": start_at + seconds,
+            "questions": questions,
+            "write_every": write_every,
+        }
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.soak.run", "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert worker.stdin is not None
+        worker.stdin.write(json.dumps(spec))
+        worker.stdin.close()
+        workers.append(worker)
+    records: list[dict[str, Any]] = []
+    for worker in workers:
+        assert worker.stdout is not None
+        out = worker.stdout.read()
+        if worker.wait(timeout=seconds + 600) != 0:
+            raise RuntimeError(f"a client process failed (exit {worker.returncode})")
+        records.extend(json.loads(out))
+    return records
+
+
+def phase_summary(records: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
+    served = [r["ms"] for r in records if r["outcome"] == "ok"]
+    refused = [r["ms"] for r in records if r["outcome"] == "refused"]
+    errors = [r for r in records if r["outcome"] == "error"]
+    by_kind = {
+        kind: _stats([r["ms"] for r in records if r["outcome"] == "ok" and r["kind"] == kind])
+        for kind in ("search", "write")
+    }
+    return {
+        "calls": len(records),
+        "served": len(served),
+        "refused_429": len(refused),
+        "errors": len(errors),
+        "error_examples": [e["error"] for e in errors[:3]],
+        "served_per_second": round(len(served) / seconds, 1),
+        "served_ms": _stats(served),
+        "refused_ms": _stats(refused),
+        "by_kind": by_kind,
+        "longest_ms": round(max((r["ms"] for r in records), default=0.0), 1),
+        "over_1s": sum(r["ms"] > 1000 for r in records),
+    }
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"n": 0}
+    return {
+        "n": len(values),
+        "p50": round(percentile(values, 50), 1),
+        "p99": round(percentile(values, 99), 1),
+        "max": round(max(values), 1),
+    }
+
+
+def check_writes(root: Path, records: list[dict[str, Any]]) -> dict[str, int]:
+    """Acknowledged writes found in their namespace, lost, duplicated, or seen elsewhere."""
+    from ralph_context import namespaces
+    from ralph_context.storage.filters import ItemFilter
+    from ralph_context.storage.lance_store import LanceStore
+
+    written = [r for r in records if r["kind"] == "write" and "id" in r]
+    found: dict[str, list[Any]] = {}
+    for name in NAMESPACES:
+        reader = LanceStore(
+            namespaces.directory(root, name), model_id=None, dimension=None, read_only=True
+        )
+        every = reader.list_items(ItemFilter(), 10**7)
+        found[name] = [item for item in every if "soak note" in item.content]
+    lost = duplicated = leaked = 0
+    for name in NAMESPACES:
+        mine = [r for r in written if f"/ns/{name}/" in r["url"]]
+        ids = {i.id for i in found[name]}
+        lost += sum(r["id"] not in ids for r in mine)
+        counts = Counter(i.content for i in found[name])
+        duplicated += sum(n - 1 for n in counts.values() if n > 1)
+        theirs = {r["id"] for r in written if f"/ns/{name}/" not in r["url"]}
+        leaked += len(ids & theirs)
+    return {"acknowledged": len(written), "lost": lost, "duplicated": duplicated, "leaked": leaked}
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+async def seed(root: Path, corpus: Corpus, items: int) -> None:
+    from ralph_context.config import Settings
+    from ralph_context.embeddings.local import load_embedder
+    from ralph_context.engine import Engine
+
+    embedder = load_embedder(Settings.load(None).embeddings)
+    count = min(2760, len(corpus.turns))
+    bases = np.asarray(embedder.embed(corpus.turns[:count], 32), dtype=np.float32)
+    for position, name in enumerate(NAMESPACES):
+        settings = Settings.load(None).with_overrides(
+            storage={"path": str(root), "persistence": "project", "namespace": name},
+            lifecycle={"auto_run": False},
+            skillbook={"enabled": False},
+        )
+        async with Engine(settings, model_loader=lambda _s: embedder) as engine:
+            await load_store(engine, corpus, bases, items, np.random.default_rng(position))
+            await engine.maintain(reclaim=True)
+
+
+def _config(root: Path) -> Path:
+    path = root.parent / "soak.yaml"
+    path.write_text(
+        f"learning:\n  mcp_context:\n    storage:\n      path: {root}\n"
+        "    lifecycle:\n      auto_run: false\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _rss_mb(pid: int) -> float:
+    """A process's resident memory (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) * 1024 / 1e6, 1)
+    return float("nan")
+
+
+def main(args: argparse.Namespace) -> dict[str, Any]:
+    corpus = load_corpus(args.data)
+    questions = corpus.questions
+    with tempfile.TemporaryDirectory(prefix="ralph-soak-") as tmp:
+        root = Path(tmp) / "store"
+        started = time.monotonic()
+        anyio.run(seed, root, corpus, args.items)
+        print(f"seeded 3 x {args.items} items in {time.monotonic() - started:.0f} s", flush=True)
+        server, url = start_http(_config(root))
+        base = url.removesuffix("/mcp")
+        try:
+            rss = {"start": _rss_mb(server.pid)}
+            phases: dict[str, Any] = {}
+            records: list[dict[str, Any]] = []
+            plan = [
+                ("soak", args.clients, args.seconds),
+                ("burst", args.burst_clients, args.burst_seconds),
+            ]
+            for label, clients, seconds in plan:
+                if clients <= 0:
+                    continue
+                got = run_phase(
+                    base,
+                    clients=clients,
+                    seconds=seconds,
+                    procs=args.procs,
+                    questions=questions,
+                    write_every=args.write_every,
+                    label=label,
+                )
+                phases[label] = {
+                    "clients": clients,
+                    "seconds": seconds,
+                    **phase_summary(got, seconds),
+                }
+                rss[f"after_{label}"] = _rss_mb(server.pid)
+                records.extend(got)
+                print(f"{label}: {json.dumps(phases[label])}", flush=True)
+            writes = check_writes(root, records)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    return {
+        "machine": {"cpus": os.cpu_count(), "load_after": [round(x, 2) for x in os.getloadavg()]},
+        "items_per_namespace": args.items,
+        "namespaces": list(NAMESPACES),
+        "write_every": args.write_every,
+        "phases": phases,
+        "writes": writes,
+        "server_rss_mb": rss,
+        "targets": TARGETS,
+        "met": verdict(phases, writes),
+    }
+
+
+def verdict(phases: dict[str, Any], writes: dict[str, int]) -> dict[str, bool]:
+    met: dict[str, bool] = {}
+    soak = phases.get("soak")
+    if soak:
+        met["soak_no_errors"] = soak["errors"] == 0 and soak["refused_429"] == 0
+        met["soak_p99"] = soak["served_ms"].get("p99", 0.0) <= TARGETS["soak_p99_ms"]
+    burst = phases.get("burst")
+    if burst:
+        met["burst_no_errors"] = burst["errors"] == 0
+        met["burst_served_p99"] = (
+            burst["served_ms"].get("p99", 0.0) <= TARGETS["burst_served_p99_ms"]
+        )
+        met["burst_none_longer"] = burst["longest_ms"] <= TARGETS["burst_longest_ms"]
+    met["writes_kept"] = writes["lost"] == 0 and writes["duplicated"] == 0
+    met["namespaces_apart"] = writes["leaked"] == 0
+    return met
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--items", type=int, default=10_000, help="per namespace")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--burst-clients", type=int, default=50)
+    parser.add_argument("--burst-seconds", type=float, default=30.0)
+    parser.add_argument("--write-every", type=int, default=4, help="one call in N writes")
+    parser.add_argument("--procs", type=int, default=2, help="client processes")
+    parser.add_argument("--out", type=Path, default=None, help="folder for results.json")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    arguments = parse()
+    if arguments.worker:
+        _worker()
+    else:
+        result = main(arguments)
+        print(json.dumps(result, indent=2))
+        if arguments.out is not None:
+            arguments.out.mkdir(parents=True, exist_ok=True)
+            (arguments.out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
