@@ -82,6 +82,9 @@ async def _client(
                     answer = await client.call_tool(
                         "get_relevant_context", {"query": rng.choice(questions)}
                     )
+                    stats = (answer.structured_content or {}).get("stats") or {}
+                    record["embed_ms"] = stats.get("query_embedding_time_ms")
+                    record["engine_ms"] = stats.get("search_time_ms")
                 record["outcome"] = "error" if answer.is_error else "ok"
                 if answer.is_error:
                     record["error"] = str(answer.content)[:200]
@@ -171,6 +174,7 @@ def phase_summary(records: list[dict[str, Any]], seconds: float) -> dict[str, An
         kind: _stats([r["ms"] for r in records if r["outcome"] == "ok" and r["kind"] == kind])
         for kind in ("search", "write")
     }
+    searches = [r for r in records if r["outcome"] == "ok" and r.get("engine_ms") is not None]
     return {
         "calls": len(records),
         "served": len(served),
@@ -181,6 +185,10 @@ def phase_summary(records: list[dict[str, Any]], seconds: float) -> dict[str, An
         "served_ms": _stats(served),
         "refused_ms": _stats(refused),
         "by_kind": by_kind,
+        # Where a search's time went: the engine's own clock (embedding, then the store)
+        # against the client's; the rest is the transport and waiting to be served.
+        "search_embed_ms": _stats([r["embed_ms"] for r in searches]),
+        "search_engine_ms": _stats([r["engine_ms"] for r in searches]),
         "longest_ms": round(max((r["ms"] for r in records), default=0.0), 1),
         "over_1s": sum(r["ms"] > 1000 for r in records),
     }

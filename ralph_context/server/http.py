@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,15 +187,16 @@ class _Endpoint:
         if wait > 0:
             await _busy(scope, receive, send, wait, f"rate limit for {client} reached")
             return
-        counted = scope.get("method") == "POST"
+        counted = _does_work(scope)
         if counted and not self.in_flight.enter():
             await _busy(scope, receive, send, 1.0, "the server is answering all it can")
             return
+        started = time.monotonic()
         try:
             await self._forward(name, scope, receive, send)
         finally:
             if counted:
-                self.in_flight.leave()
+                self.in_flight.leave(time.monotonic() - started)
 
     async def _forward(self, name: str, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -249,11 +251,30 @@ async def _busy(scope: Scope, receive: Receive, send: Send, wait: float, text: s
 def _session(scope: Scope) -> str:
     """The MCP session a request belongs to (none before ``initialize`` answers): the rate
     limit is per client session, so loops on one machine, or sharing a token, do not
-    share one budget."""
+    share one budget. Clients of protocol 2026-07-28 and later (the ``mcp`` 2.x client)
+    open no session: their budget is their token's, or their address's."""
     for key, value in scope.get("headers", ()):
         if key == b"mcp-session-id":
             return str(value.decode("latin-1"))
     return "-"
+
+
+# Requests that run the engine. Connecting (``server/discover``, ``initialize``) and
+# listing are cheap, and a client refused while connecting gives up instead of retrying
+# as it does after a refused call: those are never refused for load.
+_WORK = {"tools/call", "resources/read", "prompts/get"}
+
+
+def _does_work(scope: Scope) -> bool:
+    """Whether a request counts against the bound on calls in flight: a POST naming one
+    of :data:`_WORK` in ``Mcp-Method`` (protocol 2026-07-28 on); from older clients, which
+    do not name it, any POST of an open session (all but ``initialize``)."""
+    if scope.get("method") != "POST":
+        return False
+    for key, value in scope.get("headers", ()):
+        if key == b"mcp-method":
+            return value.decode("latin-1") in _WORK
+    return _session(scope) != "-"
 
 
 def _address(scope: Scope) -> str:
@@ -268,7 +289,7 @@ def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
         spaces,
         tokens,
         RateLimiter(limits.rate_limit_per_second, limits.rate_limit_burst),
-        InFlight(limits.max_in_flight),
+        InFlight(limits.max_in_flight, limits.target_latency_ms / 1000 or None),
     )
     middleware = []
     if tokens.enabled:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ralph_context.errors import ConfigError
+from ralph_context.server.http import _does_work
 from ralph_context.server.limits import InFlight, RateLimiter, retry_after
 from ralph_context.server.tokens import ENV_TOKEN, TokenBook, new_token
 
@@ -86,3 +87,46 @@ def test_in_flight_refuses_past_its_bound_and_frees_on_leave() -> None:
     assert not gate.enter() and gate.active == 2
     gate.leave()
     assert gate.enter()
+
+
+def test_slow_answers_lower_the_in_flight_limit_and_fast_ones_raise_it_back() -> None:
+    now = [0.0]
+    gate = InFlight(24, target=0.5, clock=lambda: now[0])
+    # A burst of slow answers within one target period is one cut, not one per answer.
+    for _ in range(10):
+        gate.enter()
+        gate.leave(0.9)
+    assert gate.allowed == 18
+    for _ in range(30):  # a crowd answered slowly for 15 s: the limit falls to the floor
+        now[0] += 0.5
+        gate.enter()
+        gate.leave(2.0)
+    assert gate.allowed == 2
+    assert [gate.enter(), gate.enter(), gate.enter()] == [True, True, False]
+    gate.leave(0.1)
+    gate.leave(0.1)
+    for _ in range(400):  # answered in time again: back to the bound, not past it
+        gate.enter()
+        gate.leave(0.1)
+    assert gate.allowed == 24
+    fixed = InFlight(3)  # no target: the bound stays whatever the answers take
+    fixed.enter()
+    fixed.leave(30.0)
+    assert fixed.allowed == 3
+
+
+def test_only_calls_that_run_the_engine_count_against_the_in_flight_bound() -> None:
+    def scope(method: str, **headers: str) -> dict[str, object]:
+        pairs = [(k.replace("_", "-").encode(), v.encode()) for k, v in headers.items()]
+        return {"method": method, "headers": pairs}
+
+    assert _does_work(scope("POST", mcp_method="tools/call", mcp_name="get_relevant_context"))
+    assert _does_work(scope("POST", mcp_method="resources/read"))
+    assert _does_work(scope("POST", mcp_method="prompts/get"))
+    # Connecting and listing: a client refused there gives up rather than retrying.
+    assert not _does_work(scope("POST", mcp_method="server/discover"))
+    assert not _does_work(scope("POST", mcp_method="tools/list"))
+    # Older clients name no method: their session's POSTs count, initialize does not.
+    assert _does_work(scope("POST", mcp_session_id="abc"))
+    assert not _does_work(scope("POST"))
+    assert not _does_work(scope("GET", mcp_session_id="abc"))
