@@ -24,6 +24,7 @@ from rich.table import Table
 from ralph_context import __version__, namespaces
 from ralph_context.cli_access import namespaces_command, token_app
 from ralph_context.cli_bench import bench_app
+from ralph_context.cli_hook import hook_command
 from ralph_context.cli_output import err
 from ralph_context.cli_output import fail as _fail
 from ralph_context.cli_output import load_settings as _settings
@@ -54,6 +55,7 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(studio_app, name="studio")
 app.add_typer(token_app, name="token")
 app.command("namespaces")(namespaces_command)
+app.command("hook")(hook_command)
 
 out = Console()
 

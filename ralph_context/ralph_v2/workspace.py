@@ -99,6 +99,16 @@ class Workspace:
         data = _read_bytes(self.agent / "scratchpad.md")
         return data[-size:].decode("utf-8", errors="ignore").strip()
 
+    def latest_notes(self) -> list[str]:
+        """The scratchpad's newest entry: the lines under its last heading (agents journal
+        one per iteration), or its last three lines. Older entries stay out of the query:
+        what the loop did three iterations ago is not what it does next."""
+        lines = [line for line in self.scratchpad_tail(1_500).splitlines() if line.strip()]
+        headings = [i for i, line in enumerate(lines) if line.lstrip().startswith("#")]
+        if headings and headings[-1] < len(lines) - 1:
+            return lines[headings[-1] :][-8:]
+        return lines[-3:]
+
     def events_file(self) -> Path | None:
         """The events JSONL named in ``.ralph/current-events`` (relative to the workspace
         unless absolute)."""
@@ -139,8 +149,7 @@ class Workspace:
         """What the next iteration is about, most specific first: the ready tasks, the
         scratchpad's last lines, then the objective (the engine reads 500 characters)."""
         parts = [t.title for t in self.ready_tasks()[:3]]
-        tail = self.scratchpad_tail(600).splitlines()
-        parts.append(" ".join(line.strip("#-* ") for line in tail[-6:] if line.strip()))
+        parts.append(" ".join(line.strip("#-* ") for line in self.latest_notes()))
         parts.append(self.objective())
         return " \n".join(p for p in parts if p)[:limit]
 

@@ -1,0 +1,120 @@
+"""What the v2 hook asks of the memory, from an engine it opens or the server that writes
+the store.
+
+One process writes a store (``storage/writer_lock.py``). Between two iterations the agent's
+own stdio server has exited, so the hook usually opens the store itself; when a
+ralph-context HTTP server holds it (a shared server, or one a team runs), the hook is that
+server's client. A holder without an endpoint leaves the hook reading beside it: retrieval
+works, writes wait for the next hook call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import mcp
+
+from ralph_context import namespaces
+from ralph_context.config import Settings
+from ralph_context.models import ContextType, IterationResult, RetrievedItem
+from ralph_context.server.schemas import ContextAnswer
+from ralph_context.storage import writer_lock
+
+__all__ = ["Memory", "ReadOnly", "open_memory"]
+
+
+class ReadOnly(Exception):
+    """Another process writes the store and serves no endpoint: nothing can be written."""
+
+
+class Memory(Protocol):
+    """The four things the hook does with the store."""
+
+    async def search(self, query: str, max_items: int) -> list[RetrievedItem]: ...
+
+    async def record(self, result: IterationResult, key: str) -> None: ...
+
+    async def remember(
+        self, content: str, kind: ContextType, tags: Sequence[str], key: str
+    ) -> str: ...
+
+    async def forget(self, item_ids: Sequence[str]) -> None: ...
+
+
+class _Engine:
+    def __init__(self, engine: Any, *, writable: bool) -> None:
+        self.engine = engine
+        self.writable = writable
+
+    def _check(self) -> None:
+        if not self.writable:
+            raise ReadOnly("another process writes the store and serves no endpoint")
+
+    async def search(self, query: str, max_items: int) -> list[RetrievedItem]:
+        return list((await self.engine.search(query, max_items=max_items)).items)
+
+    async def record(self, result: IterationResult, key: str) -> None:
+        self._check()
+        await self.engine.record_iteration(result, idempotency_key=key)
+
+    async def remember(self, content: str, kind: ContextType, tags: Sequence[str], key: str) -> str:
+        self._check()
+        item = await self.engine.store(
+            content, kind, tags=tags, source="ralph", idempotency_key=key
+        )
+        return str(item.id)
+
+    async def forget(self, item_ids: Sequence[str]) -> None:
+        self._check()
+        await self.engine.forget(item_ids=item_ids)
+
+
+class _Server:
+    def __init__(self, client: mcp.Client) -> None:
+        self.client = client
+
+    async def _call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        answer = await self.client.call_tool(tool, arguments)
+        if answer.is_error or answer.structured_content is None:
+            text = " ".join(str(getattr(c, "text", "")) for c in answer.content)
+            raise RuntimeError(f"{tool} failed: {text[:300]}")
+        return dict(answer.structured_content)
+
+    async def search(self, query: str, max_items: int) -> list[RetrievedItem]:
+        answer = await self._call("get_relevant_context", {"query": query, "max_items": max_items})
+        return list(ContextAnswer.model_validate(answer).items)
+
+    async def record(self, result: IterationResult, key: str) -> None:
+        fields = result.model_dump(mode="json", exclude={"created_at"})
+        await self._call("store_iteration_result", {**fields, "idempotency_key": key})
+
+    async def remember(self, content: str, kind: ContextType, tags: Sequence[str], key: str) -> str:
+        arguments = {
+            "content": content,
+            "context_type": kind.value,
+            "tags": list(tags),
+            "idempotency_key": key,
+        }
+        return str((await self._call("store_context", arguments))["id"])
+
+    async def forget(self, item_ids: Sequence[str]) -> None:
+        await self._call("forget_context", {"item_ids": list(item_ids)})
+
+
+@asynccontextmanager
+async def open_memory(settings: Settings) -> AsyncIterator[Memory]:
+    """The store's memory for one hook call: the writing server's, else an engine."""
+    from ralph_context.engine import Engine
+
+    holder = None
+    if not settings.is_ephemeral:
+        holder = writer_lock.other_writer(settings.store_root())
+    if holder is not None and holder.endpoint is not None:
+        url = namespaces.endpoint(holder.endpoint, settings.storage.namespace)
+        async with mcp.Client(url) as client:
+            yield _Server(client)
+        return
+    async with Engine(settings, read_only=holder is not None) as engine:
+        yield _Engine(engine, writable=holder is None)

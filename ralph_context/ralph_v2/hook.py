@@ -1,0 +1,280 @@
+"""What ``ralph-context hook`` does at each Ralph v2 boundary.
+
+``post.iteration.start`` for iteration N (it always fires, after hat selection and before
+Ralph builds the prompt):
+
+1. record iteration N-1, which has no event of its own: the events the loop wrote since
+   the last call, the scratchpad's new lines, the tasks closed meanwhile and the files git
+   sees changed;
+2. bring the agent's own memories (``ralph tools memory add``) into the store, one item
+   each under a key made of its id and text, and forget those Ralph no longer has;
+3. search for what the next iteration is about (``workspace.query``) and write the best
+   items into ``memories.md`` as our managed entries, within ``memories.budget``.
+
+``post.loop.complete`` and ``post.loop.error`` record the last iteration with the reason
+the loop ended. Other events need nothing. What the hook has seen (events read, tasks,
+memories synced) is kept in ``.ralph/ralph-context/state.json`` in the workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass, field
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+import structlog
+import yaml
+
+from ralph_context.atomic import write_text_atomically
+from ralph_context.models import ContextType, IterationResult, RetrievedItem
+from ralph_context.ralph_v2 import memories
+from ralph_context.ralph_v2.client import Memory
+from ralph_context.ralph_v2.payload import HookPayload
+from ralph_context.ralph_v2.workspace import Event, Workspace
+
+__all__ = ["MEMORY_TAG", "LoopState", "Report", "handle"]
+
+log = structlog.get_logger("ralph_context.ralph_v2")
+
+STATE_FILE = Path(".ralph") / "ralph-context" / "state.json"
+MEMORY_TAG = "ralph-memory"  # items that came from the agent's own memories
+_KINDS = {
+    "pattern": ContextType.SKILL,
+    "decision": ContextType.SKILL,
+    "fix": ContextType.SKILL,
+    "context": ContextType.OUTPUT,
+}
+_FAILED = ("fail", "error", "blocked")
+_ENTRY_CHARS = 600
+_SUMMARY_CHARS = 4_000
+
+
+@dataclass
+class LoopState:
+    """What earlier calls for this loop saw."""
+
+    loop_id: str = ""
+    recorded: int = 0
+    events_offset: int = 0
+    scratchpad_bytes: int = 0
+    tasks: dict[str, str] = field(default_factory=dict)
+    synced: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, root: Path, loop_id: str) -> LoopState:
+        try:
+            data = json.loads((root / STATE_FILE).read_text(encoding="utf-8"))
+            state = cls(**data)
+        except (OSError, ValueError, TypeError):
+            return cls(loop_id=loop_id)
+        if state.loop_id != loop_id:  # a new loop: its own events file and iterations
+            return cls(loop_id=loop_id, synced=state.synced, tasks=state.tasks)
+        return state
+
+    def save(self, root: Path) -> None:
+        path = root / STATE_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomically(path, json.dumps(self.__dict__, indent=1, sort_keys=True))
+
+
+@dataclass
+class Report:
+    """What one call did (logged to stderr as one line)."""
+
+    recorded: int | None = None
+    synced: int = 0
+    forgotten: int = 0
+    injected: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+def needs_memory(payload: HookPayload) -> bool:
+    """Whether the event asks for any work (the others return before opening a store)."""
+    return payload.event in ("iteration.start", "loop.complete", "loop.error")
+
+
+async def handle(payload: HookPayload, memory: Memory, *, max_items: int) -> Report:
+    """Do what ``payload``'s event asks for; see the module's docstring."""
+    space = Workspace(Path(payload.loop.workspace))
+    state = LoopState.load(space.root, payload.loop.id)
+    report = Report()
+    event = payload.event
+    current = payload.iteration.current
+    if event == "iteration.start":
+        if current - 1 > state.recorded and current > 1:
+            report.recorded = await _record(space, state, memory, payload, current - 1, None)
+        await _sync(space, state, memory, report)
+        await _inject(space, memory, max_items, report)
+    elif event in ("loop.complete", "loop.error") and current > state.recorded:
+        reason = payload.context.termination_reason or event.removeprefix("loop.")
+        report.recorded = await _record(space, state, memory, payload, current, reason)
+    state.save(space.root)
+    return report
+
+
+async def _record(
+    space: Workspace,
+    state: LoopState,
+    memory: Memory,
+    payload: HookPayload,
+    number: int,
+    ended: str | None,
+) -> int:
+    events, state.events_offset = space.events_since(state.events_offset)
+    notes = _new_notes(space, state)
+    closed = _closed_tasks(space, state)
+    failures = [e for e in events if any(word in e.topic.lower() for word in _FAILED)]
+    success = not failures if ended is None else ended == "completed" and not failures
+    parts = [f"Iteration {number} (hat {payload.context.active_hat or 'ralph'})"]
+    if ended is not None:
+        parts.append(f"loop ended: {ended}")
+    parts += [f"{e.topic}: {e.payload[:300]}" for e in events[-12:]]
+    parts += [f"closed task: {title}" for title in closed]
+    if notes:
+        parts.append(f"notes: {notes}")
+    result = IterationResult(
+        iteration=number,
+        success=success,
+        summary="\n".join(parts)[:_SUMMARY_CHARS],
+        tool_calls=tuple(dict.fromkeys(e.topic for e in events))[:50],
+        artifacts=tuple(_changed_files(space.root))[:50],
+        error=_error(failures, ended),
+    )
+    key = f"ralph-v2:{payload.loop.id}:{number}"
+    await memory.record(result, key)
+    if len(parts) > 1:
+        # The iteration row is history; the summary as an item is what later iterations
+        # find by meaning (an error is stored as an error item by the record itself).
+        await memory.remember(
+            result.summary, ContextType.ITERATION, ("ralph-iteration",), f"{key}:summary"
+        )
+    state.recorded = number
+    return number
+
+
+def _error(failures: list[Event], ended: str | None) -> str | None:
+    if failures:
+        return f"{failures[-1].topic}: {failures[-1].payload[:500]}"
+    if ended is not None and ended != "completed":
+        return f"loop ended: {ended}"
+    return None
+
+
+def _new_notes(space: Workspace, state: LoopState) -> str:
+    path = space.agent / "scratchpad.md"
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    start = state.scratchpad_bytes if len(data) >= state.scratchpad_bytes else 0
+    state.scratchpad_bytes = len(data)
+    return data[start:].decode("utf-8", errors="ignore").strip()[-1_500:]
+
+
+def _closed_tasks(space: Workspace, state: LoopState) -> list[str]:
+    tasks = space.tasks()
+    closed = [t.title for t in tasks if t.status == "closed" and state.tasks.get(t.id) != "closed"]
+    state.tasks = {t.id: t.status for t in tasks}
+    return closed
+
+
+def _changed_files(root: Path) -> list[str]:
+    """Files git sees changed or new (nothing outside a repository, or if git is slow)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=normal"],
+            capture_output=True,
+            text=True,
+            timeout=3,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if done.returncode != 0:
+        return []
+    names = [line[3:].split(" -> ")[-1] for line in done.stdout.splitlines() if len(line) > 3]
+    return [n for n in names if not n.startswith(".ralph/")]
+
+
+async def _sync(space: Workspace, state: LoopState, memory: Memory, report: Report) -> None:
+    """The agent's memories into the store; those Ralph no longer has, out of it."""
+    try:
+        text = space.memories.read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    theirs = [m for m in memories.parse(text) if memories.MANAGED_TAG not in m.tags]
+    seen: dict[str, str] = {}
+    for found in theirs:
+        digest = hashlib.sha256(found.content.encode()).hexdigest()[:12]
+        key = f"ralph-mem:{found.id}:{digest}"
+        tags = (MEMORY_TAG, found.memory_type, *found.tags)
+        item_id = await memory.remember(found.content, _KINDS[found.memory_type], tags, key)
+        if state.synced.get(found.id) not in (None, item_id):
+            await memory.forget([state.synced[found.id]])  # its text changed
+            report.forgotten += 1
+        if state.synced.get(found.id) != item_id:
+            report.synced += 1
+        seen[found.id] = item_id
+    gone = [item for mem_id, item in state.synced.items() if mem_id not in seen]
+    if gone:
+        await memory.forget(gone)
+        report.forgotten += len(gone)
+    state.synced = seen
+
+
+async def _inject(space: Workspace, memory: Memory, max_items: int, report: Report) -> None:
+    settings = _memory_settings(space.root)
+    if not settings["enabled"]:
+        report.skipped.append("memories are off in ralph.yml (memories.enabled)")
+        return
+    query = space.query()
+    if not query:
+        report.skipped.append("nothing to search for yet (no tasks, notes or PROMPT.md)")
+        return
+    found = await memory.search(query, max_items)
+    entries = _entries([hit for hit in found if MEMORY_TAG not in hit.item.tags])
+    written = memories.write_managed(space.memories, entries, budget=settings["budget"])
+    report.injected = len(written)
+
+
+def _entries(hits: list[RetrievedItem]) -> list[memories.Entry]:
+    taken: set[str] = set()
+    entries = []
+    for hit in hits:
+        item = hit.item
+        text = (
+            item.content
+            if len(item.content) <= _ENTRY_CHARS
+            else item.content[:_ENTRY_CHARS] + "..."
+        )
+        entries.append(
+            memories.Entry(
+                id=memories.managed_id(item.id, item.created_at, taken),
+                content=f"[{item.content_type.value}] {text}",
+                tags=(item.content_type.value,),
+                created=item.created_at.astimezone(UTC).strftime("%Y-%m-%d"),
+            )
+        )
+    return entries
+
+
+def _memory_settings(root: Path) -> dict[str, Any]:
+    """``memories.enabled`` and ``budget`` as Ralph reads ``ralph.yml``: no ``memories:``
+    key means enabled; the key without ``enabled`` means off (``CFG:1229``)."""
+    try:
+        document = yaml.safe_load((root / "ralph.yml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        document = {}
+    section = document.get("memories") if isinstance(document, dict) else None
+    if not isinstance(section, dict):
+        return {"enabled": section is None, "budget": 0}
+    budget = section.get("budget", 0)
+    inject = section.get("inject", "auto")
+    return {
+        "enabled": section.get("enabled") is True and inject == "auto",
+        "budget": budget if isinstance(budget, int) and budget > 0 else 0,
+    }
