@@ -580,28 +580,75 @@ def init(
         str, typer.Option("--transport", "-t", help="stdio (a command) or http (a URL).")
     ] = "stdio",
     config: ConfigOption = None,
+    ralph: Annotated[
+        str | None,
+        typer.Option(
+            "--ralph",
+            metavar="v2",
+            help="Set up Ralph v2 (ralph.yml: memories, hooks, the agent's MCP config).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="With --ralph v2: print the change, write nothing.")
+    ] = False,
 ) -> None:
-    """Register the server in the project's .mcp.json (Claude Code, newer Ralph)."""
+    """Register the server in the project's .mcp.json (Claude Code), or set up Ralph v2."""
     from ralph_context.mcp_json import register, server_entry
+    from ralph_context.ralph_v2 import setup
 
     if transport not in ("stdio", "http"):
         raise _fail(f"--transport must be stdio or http, got {transport!r}", 2)
+    if ralph not in (None, "v2"):
+        raise _fail(
+            f"--ralph must be v2 (Ralph 1.x uses `ralph-context ralph run`), got {ralph!r}", 2
+        )
     if not project.is_dir():
         raise _fail(f"--project {str(project)!r} is not a folder", 2)
     # The project's own ralph.yaml before the usual lookup (env, then the current folder).
     settings = _settings(config or default_file(project), None)
     entry = server_entry(
         cast(Literal["stdio", "http"], transport),
-        config=settings.source,
+        # Ralph v2 reads ralph.yml, which init writes: the server's settings live there.
+        config=project / setup.RALPH_YML if ralph == "v2" else settings.source,
         host=settings.server.host,
         port=settings.server.port,
         namespace=settings.storage.namespace,
     )
+    if ralph == "v2":
+        _init_ralph_v2(project, entry, dry_run=dry_run)
+        return
+    if setup.v2_project(project):
+        err.print(
+            "this looks like a Ralph v2 project (.ralph/ or a v2 ralph.yml): "
+            "`ralph-context init --ralph v2` also wires the hooks and memories",
+            highlight=False,
+        )
     try:
         done = register(project, entry)
     except RalphContextError as exc:
         raise _fail(str(exc), 1) from None
     out.print(f"{done.action} {done.path}: mcpServers.ralph-context", highlight=False)
+
+
+def _init_ralph_v2(project: Path, entry: dict[str, Any], *, dry_run: bool) -> None:
+    from ralph_context.ralph_v2 import setup
+
+    try:
+        change = setup.plan(project, entry)
+    except ConfigError as exc:
+        raise _fail(str(exc), 2) from None
+    if not change.changes:
+        out.print(f"{change.path}: already set up for ralph-context", highlight=False)
+        return
+    if dry_run:
+        sys.stdout.write(change.diff())
+        return
+    change.apply()
+    out.print(
+        f"updated {change.path} (memories, hooks {', '.join(setup.HOOK_EVENTS)}, cli.args) "
+        f"and {change.mcp_path}",
+        highlight=False,
+    )
 
 
 ralph_app = typer.Typer(help="The Ralph orchestrator with memory attached.", no_args_is_help=True)

@@ -3,7 +3,8 @@
 Precedence, strongest first: ``RALPH_CONTEXT_*`` environment variables (nested keys joined by
 ``__``, e.g. ``RALPH_CONTEXT_STORAGE__PATH``), then the file, then the chosen preset, then the
 defaults below. The file is found at ``--config``, else ``$RALPH_CONTEXT_CONFIG``, else
-``./ralph.yaml`` or ``./ralph.yml``; without one, defaults and env apply.
+the ``ralph.yaml``/``ralph.yml`` of ``$RALPH_WORKSPACE_ROOT`` (a Ralph v2 loop's workspace),
+else ``./ralph.yaml`` or ``./ralph.yml``; without one, defaults and env apply.
 
 A bad value is reported as ``ConfigError`` naming the key, the value and what is allowed, before
 anything opens the store.
@@ -56,6 +57,7 @@ __all__ = [
 ]
 
 CONFIG_ENV = "RALPH_CONTEXT_CONFIG"
+WORKSPACE_ENV = "RALPH_WORKSPACE_ROOT"
 _DEFAULT_FILES = ("ralph.yaml", "ralph.yml")
 _BLOCK = ("learning", "mcp_context")
 
@@ -814,6 +816,13 @@ def _find_config(path: str | Path | None) -> Path | None:
         if not env_path.is_file():
             raise ConfigError(f"{CONFIG_ENV}={from_env!r} names a file that does not exist")
         return env_path
+    # Ralph v2 sets this for the agents it runs, and so for the servers they start: the
+    # loop's workspace, whose ralph.yml anchors the project's store.
+    workspace = os.environ.get(WORKSPACE_ENV)
+    if workspace:
+        found = default_file(Path(workspace).expanduser())
+        if found is not None:
+            return found
     return default_file(Path.cwd())
 
 

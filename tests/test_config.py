@@ -86,6 +86,26 @@ def test_config_path_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert Settings.load(None).server.port == 9000
 
 
+def test_a_ralph_v2_agents_server_uses_the_loop_workspaces_ralph_yml(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    write(
+        workspace / "ralph.yml",
+        "cli:\n  backend: claude\nlearning:\n  mcp_context:\n    storage:\n"
+        "      path: .ralph/context-store\n",
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # an agent may start its servers in any folder
+    monkeypatch.delenv("RALPH_CONTEXT_CONFIG", raising=False)
+    monkeypatch.setenv("RALPH_WORKSPACE_ROOT", str(workspace))
+    assert Settings.load(None).store_path() == workspace / ".ralph" / "context-store"
+    monkeypatch.setenv("RALPH_CONTEXT_CONFIG", str(write(tmp_path / "x.yaml", "")))
+    assert Settings.load(None).source == tmp_path / "x.yaml"  # an explicit file wins
+
+
 @pytest.mark.parametrize(
     ("preset", "persistence", "size", "items", "summarize"),
     [

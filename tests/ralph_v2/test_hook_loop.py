@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from ralph_context.ralph_v2.memories import MANAGED_TAG, injected_block, parse
 from ralph_context.ralph_v2.payload import EVENTS
@@ -56,11 +57,13 @@ def payload(workspace: Path, phase_event: str, current: int, **context: Any) -> 
     return json.dumps(data, separators=(",", ":"))  # Ralph writes no trailing newline
 
 
-def run_hook(workspace: Path, stdin: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_hook(
+    workspace: Path, stdin: str, timeout: float = 120, command: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """As ``hooks/executor.rs`` does: argv, cwd the workspace, stdin written then closed,
     killed at the timeout."""
     return subprocess.run(
-        HOOK,
+        command or HOOK,
         input=stdin,
         cwd=workspace,
         env=environment(workspace / "ralph.yml"),
@@ -83,6 +86,14 @@ def workspace(tmp_path: Path) -> Path:
         encoding="utf-8",
     )
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    setup = subprocess.run(
+        [*HOOK[:3], "init", "--ralph", "v2", "--project", str(root)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert setup.returncode == 0, setup.stderr
     agent = root / ".ralph" / "agent"
     agent.mkdir(parents=True)
     (agent / "memories.md").write_text(USER_MEMORIES, encoding="utf-8")
@@ -130,8 +141,12 @@ def _ralph_memory_add(root: Path, block: str) -> None:
 def test_a_simulated_loop_carries_a_lesson_forward_and_keeps_the_users_memories(
     workspace: Path,
 ) -> None:
+    config = yaml.safe_load((workspace / "ralph.yml").read_text(encoding="utf-8"))
+    (spec,) = config["hooks"]["events"]["post.iteration.start"]  # what init wrote
+
     def start(n: int) -> str:
-        done = run_hook(workspace, payload(workspace, "post.iteration.start", n))
+        stdin = payload(workspace, "post.iteration.start", n)
+        done = run_hook(workspace, stdin, spec["timeout_seconds"], spec["command"])
         assert (done.returncode, done.stdout) == (0, ""), done.stderr
         return done.stderr
 
