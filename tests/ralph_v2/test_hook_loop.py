@@ -12,12 +12,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import mcp
 import pytest
 import yaml
 
 from ralph_context.ralph_v2.memories import MANAGED_TAG, injected_block, parse
 from ralph_context.ralph_v2.payload import EVENTS
-from tests.server_process import environment
+from tests.server.mcp_scenario import call
+from tests.server_process import environment, start_http_server
 
 HOOK = [sys.executable, "-m", "ralph_context", "hook"]
 BUDGET = 600
@@ -230,3 +232,35 @@ def test_a_simulated_loop_carries_a_lesson_forward_and_keeps_the_users_memories(
     )
     contents = [i["content"] for i in json.loads(history.stdout)["items"]]
     assert "Run the importer with --strict in CI" not in contents  # forgotten with Ralph
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_with_a_server_owning_the_store_the_hook_is_its_client(workspace: Path) -> None:
+    process, url = start_http_server(workspace / "ralph.yml")
+    try:
+        start = payload(workspace, "post.iteration.start", 1)
+        assert run_hook(workspace, start).returncode == 0
+        _agent_iteration(
+            workspace,
+            1,
+            "The staging database password rotates every Monday at 09:00",
+            "deploy.failed",
+            "auth error on staging db",
+        )
+        done = run_hook(workspace, payload(workspace, "post.iteration.start", 2))
+        assert done.returncode == 0 and "recorded 1" in done.stderr, done.stderr
+        async with mcp.Client(url) as client:  # the server's own store holds it
+            answer = await call(
+                client, "get_relevant_context", query="staging database password rotation"
+            )
+        assert any("rotates every Monday" in e["item"]["content"] for e in answer["items"])
+        text = (workspace / ".ralph" / "agent" / "memories.md").read_text(encoding="utf-8")
+        assert "rotates every Monday" in text
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
