@@ -47,19 +47,21 @@ def hook_command(
 
 
 def _run(raw: bytes, deadline: float, config: Path | None, log_level: str | None) -> None:
-    from ralph_context._logging import configure_logging
-    from ralph_context.config import Settings, default_file
-    from ralph_context.ralph_v2.client import open_memory
-    from ralph_context.ralph_v2.hook import handle, needs_memory
-    from ralph_context.ralph_v2.payload import PayloadRefused, read_payload
+    from ralph_context.ralph_v2.payload import WORK_EVENTS, PayloadRefused, read_payload
 
     try:
         payload = read_payload(raw)
     except PayloadRefused as exc:
         _say(f"ignored: {exc}")
         return
-    if not needs_memory(payload):
+    if payload.event not in WORK_EVENTS:
         return
+    # Imported only for work: a hook process starts for every event, and these take ~1 s.
+    from ralph_context._logging import configure_logging
+    from ralph_context.config import Settings, default_file
+    from ralph_context.ralph_v2.client import open_memory
+    from ralph_context.ralph_v2.hook import handle
+
     workspace = Path(payload.loop.workspace)
     if workspace.is_dir():
         os.chdir(workspace)  # relative store paths are the workspace's, as Ralph's are

@@ -34,6 +34,7 @@ import numpy as np
 from lancedb.query import MatchQuery
 
 from benchmarks.latency.hook_loop import run_hook
+from benchmarks.latency.hook_v2 import hook_v2_latency
 from benchmarks.latency.mcp_latency import (
     clients_over_http,
     ingest_over_stdio,
@@ -138,6 +139,7 @@ async def one_size(
     hook_iterations: int,
     agent_ms: float,
     tick: Tick,
+    hook_v2_calls: int = 0,
 ) -> dict[str, Any]:
     rng = np.random.default_rng(size)
     store = work / f"s{size}"
@@ -198,6 +200,12 @@ async def one_size(
     )
     run["hook_loop"] = {"retrieval": stats(loop["retrieval"]), "store": stats(loop["store"])}
     run["hook_loop"]["agent_ms"] = agent_ms
+    if hook_v2_calls:
+        # Ralph v2's hook: a process per call; at the first size only (a call loads the
+        # model when it opens the store itself, ~3-4 s).
+        run["hook_v2"] = await anyio.to_thread.run_sync(
+            hook_v2_latency, store, work, questions[:hook_v2_calls]
+        )
     tick()
     return run
 
@@ -257,6 +265,7 @@ async def measure(
                 hook_iterations=hook_iterations,
                 agent_ms=agent_ms,
                 tick=tick,
+                hook_v2_calls=10 if size == sizes[0] else 0,
             )
             for size in sizes
         ]

@@ -19,7 +19,6 @@ import mcp
 from ralph_context import namespaces
 from ralph_context.config import Settings
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
-from ralph_context.server.schemas import ContextAnswer
 from ralph_context.storage import writer_lock
 
 __all__ = ["Memory", "ReadOnly", "open_memory"]
@@ -84,7 +83,7 @@ class _Server:
 
     async def search(self, query: str, max_items: int) -> list[RetrievedItem]:
         answer = await self._call("get_relevant_context", {"query": query, "max_items": max_items})
-        return list(ContextAnswer.model_validate(answer).items)
+        return [RetrievedItem.model_validate(entry) for entry in answer["items"]]
 
     async def record(self, result: IterationResult, key: str) -> None:
         fields = result.model_dump(mode="json", exclude={"created_at"})
@@ -106,8 +105,6 @@ class _Server:
 @asynccontextmanager
 async def open_memory(settings: Settings) -> AsyncIterator[Memory]:
     """The store's memory for one hook call: the writing server's, else an engine."""
-    from ralph_context.engine import Engine
-
     holder = None
     if not settings.is_ephemeral:
         holder = writer_lock.other_writer(settings.store_root())
@@ -116,5 +113,7 @@ async def open_memory(settings: Settings) -> AsyncIterator[Memory]:
         async with mcp.Client(url) as client:
             yield _Server(client)
         return
+    from ralph_context.engine import Engine  # ~2 s of imports a server's client skips
+
     async with Engine(settings, read_only=holder is not None) as engine:
         yield _Engine(engine, writable=holder is None)

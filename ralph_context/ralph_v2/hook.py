@@ -33,7 +33,7 @@ from ralph_context.atomic import write_text_atomically
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
 from ralph_context.ralph_v2 import memories
 from ralph_context.ralph_v2.client import Memory
-from ralph_context.ralph_v2.payload import HookPayload
+from ralph_context.ralph_v2.payload import WORK_EVENTS, HookPayload
 from ralph_context.ralph_v2.workspace import Event, Workspace
 
 __all__ = ["MEMORY_TAG", "LoopState", "Report", "handle"]
@@ -94,7 +94,7 @@ class Report:
 
 def needs_memory(payload: HookPayload) -> bool:
     """Whether the event asks for any work (the others return before opening a store)."""
-    return payload.event in ("iteration.start", "loop.complete", "loop.error")
+    return payload.event in WORK_EVENTS
 
 
 async def handle(payload: HookPayload, memory: Memory, *, max_items: int) -> Report:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["EVENTS", "HookPayload", "PayloadRefused", "read_payload"]
+__all__ = ["EVENTS", "WORK_EVENTS", "HookPayload", "PayloadRefused", "read_payload"]
 
 SCHEMA_VERSION = 1
 # The six events, each with a ``pre`` and a ``post`` phase: twelve phase-events.
@@ -26,6 +26,9 @@ EVENTS = (
     "loop.complete",
     "loop.error",
 )
+
+# The events the hook does something on (see ``hook``); the others return at once.
+WORK_EVENTS = ("iteration.start", "loop.complete", "loop.error")
 
 
 class PayloadRefused(ValueError):
