@@ -89,6 +89,8 @@ def test_bench_latency_measures_every_face_and_writes_its_files(tmp_path: Path) 
     for face in ("engine", "stdio", "http", "http8", "hook"):
         assert run[face]["n"] >= 5 and 0 < run[face]["p50_ms"] <= run[face]["p99_ms"], face
     assert run["hook_loop"]["retrieval"]["n"] == 10 and run["hook_loop"]["store"]["n"] == 10
+    for way in ("own_engine", "via_server"):  # Ralph v2's hook, a process per call
+        assert run["hook_v2"][way]["n"] == 2 and run["hook_v2"][way]["p50_ms"] > 0, way
     assert results["ingest"]["mcp_batch_items_per_s"] > 0
     assert "| 1,000 |" in done.stderr
 
