@@ -264,3 +264,33 @@ async def test_with_a_server_owning_the_store_the_hook_is_its_client(workspace: 
     finally:
         process.terminate()
         process.communicate(timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("phase_event", "reason"),
+    [
+        ("pre.iteration.start", None),
+        ("pre.loop.complete", "completed"),
+        ("pre.loop.error", "max_iterations"),
+        ("post.loop.error", "consecutive_failures"),
+    ],
+)
+def test_the_other_events_with_work_record_and_exit_0(
+    workspace: Path, phase_event: str, reason: str | None
+) -> None:
+    _agent_iteration(workspace, 2, "Tried the importer on a sample", "build.done", "ok")
+    stdin = payload(workspace, phase_event, 3, termination_reason=reason)
+    done = run_hook(workspace, stdin)
+    assert (done.returncode, done.stdout) == (0, ""), done.stderr
+    recorded = 2 if phase_event.endswith("iteration.start") else 3
+    assert f"recorded {recorded}" in done.stderr, done.stderr
+
+
+def test_past_its_deadline_the_hook_gives_up_and_exits_0(workspace: Path) -> None:
+    """Opening the store loads the model (seconds); a 1 s deadline ends the call first."""
+    command = [*HOOK, "--deadline", "1"]
+    done = run_hook(
+        workspace, payload(workspace, "post.iteration.start", 2), timeout=30, command=command
+    )
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr.startswith("ralph-context hook: skipped (TimeoutError"), done.stderr
