@@ -32,7 +32,7 @@ import yaml
 from ralph_context.atomic import write_text_atomically
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
 from ralph_context.ralph_v2 import memories
-from ralph_context.ralph_v2.client import Memory
+from ralph_context.ralph_v2.client import Memory, ReadOnly
 from ralph_context.ralph_v2.payload import WORK_EVENTS, HookPayload
 from ralph_context.ralph_v2.workspace import Event, Workspace
 
@@ -104,14 +104,18 @@ async def handle(payload: HookPayload, memory: Memory, *, max_items: int) -> Rep
     report = Report()
     event = payload.event
     current = payload.iteration.current
+    try:
+        if event == "iteration.start":
+            if current - 1 > state.recorded and current > 1:
+                report.recorded = await _record(space, state, memory, payload, current - 1, None)
+            await _sync(space, state, memory, report)
+        elif event in ("loop.complete", "loop.error") and current > state.recorded:
+            reason = payload.context.termination_reason or event.removeprefix("loop.")
+            report.recorded = await _record(space, state, memory, payload, current, reason)
+    except ReadOnly as exc:  # retrieval still works; what was not stored is stored later
+        report.skipped.append(f"nothing stored: {exc}")
     if event == "iteration.start":
-        if current - 1 > state.recorded and current > 1:
-            report.recorded = await _record(space, state, memory, payload, current - 1, None)
-        await _sync(space, state, memory, report)
         await _inject(space, memory, max_items, report)
-    elif event in ("loop.complete", "loop.error") and current > state.recorded:
-        reason = payload.context.termination_reason or event.removeprefix("loop.")
-        report.recorded = await _record(space, state, memory, payload, current, reason)
     state.save(space.root)
     return report
 
@@ -124,9 +128,11 @@ async def _record(
     number: int,
     ended: str | None,
 ) -> int:
-    events, state.events_offset = space.events_since(state.events_offset)
-    notes = _new_notes(space, state)
-    closed = _closed_tasks(space, state)
+    # The state moves on only once the record is stored: a refused record (another
+    # process writes the store) is made again, from the same events, by the next call.
+    events, offset = space.events_since(state.events_offset)
+    notes, notes_end = _new_notes(space, state)
+    closed, statuses = _closed_tasks(space, state)
     failures = [e for e in events if any(word in e.topic.lower() for word in _FAILED)]
     success = not failures if ended is None else ended == "completed" and not failures
     parts = [f"Iteration {number} (hat {payload.context.active_hat or 'ralph'})"]
@@ -152,7 +158,8 @@ async def _record(
         await memory.remember(
             result.summary, ContextType.ITERATION, ("ralph-iteration",), f"{key}:summary"
         )
-    state.recorded = number
+    state.recorded, state.events_offset = number, offset
+    state.scratchpad_bytes, state.tasks = notes_end, statuses
     return number
 
 
@@ -164,22 +171,22 @@ def _error(failures: list[Event], ended: str | None) -> str | None:
     return None
 
 
-def _new_notes(space: Workspace, state: LoopState) -> str:
+def _new_notes(space: Workspace, state: LoopState) -> tuple[str, int]:
+    """The scratchpad's text since the last record, and its size now."""
     path = space.agent / "scratchpad.md"
     try:
         data = path.read_bytes()
     except OSError:
-        return ""
+        return "", 0
     start = state.scratchpad_bytes if len(data) >= state.scratchpad_bytes else 0
-    state.scratchpad_bytes = len(data)
-    return data[start:].decode("utf-8", errors="ignore").strip()[-1_500:]
+    return data[start:].decode("utf-8", errors="ignore").strip()[-1_500:], len(data)
 
 
-def _closed_tasks(space: Workspace, state: LoopState) -> list[str]:
+def _closed_tasks(space: Workspace, state: LoopState) -> tuple[list[str], dict[str, str]]:
+    """Titles of tasks closed since the last record, and every task's status now."""
     tasks = space.tasks()
     closed = [t.title for t in tasks if t.status == "closed" and state.tasks.get(t.id) != "closed"]
-    state.tasks = {t.id: t.status for t in tasks}
-    return closed
+    return closed, {t.id: t.status for t in tasks}
 
 
 def _changed_files(root: Path) -> list[str]:

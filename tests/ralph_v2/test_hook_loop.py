@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,10 @@ import mcp
 import pytest
 import yaml
 
+from ralph_context.config import Settings
 from ralph_context.ralph_v2.memories import MANAGED_TAG, injected_block, parse
 from ralph_context.ralph_v2.payload import EVENTS
+from ralph_context.storage import writer_lock
 from tests.server.mcp_scenario import call
 from tests.server_process import environment, start_http_server
 
@@ -294,3 +297,38 @@ def test_past_its_deadline_the_hook_gives_up_and_exits_0(workspace: Path) -> Non
     )
     assert (done.returncode, done.stdout) == (0, "")
     assert done.stderr.startswith("ralph-context hook: skipped (TimeoutError"), done.stderr
+
+
+def test_beside_a_writer_without_an_endpoint_it_still_injects_and_stores_later(
+    workspace: Path,
+) -> None:
+    """The agent's own stdio server holds the store (another loop's, say): the hook reads
+    beside it and stores nothing, and the next call stores what this one could not."""
+    first = run_hook(workspace, payload(workspace, "post.iteration.start", 1))
+    assert first.returncode == 0, first.stderr
+    _agent_iteration(
+        workspace, 1, "Invoice totals are rounded half-even", "build.done", "rounding fixed"
+    )
+    settings = Settings.load(workspace / "ralph.yml")
+    holder = subprocess.Popen(
+        [*HOOK[:3], "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=workspace,
+        env=environment(workspace / "ralph.yml"),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while writer_lock.other_writer(settings.store_root()) is None:
+            assert holder.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        beside = run_hook(workspace, payload(workspace, "post.iteration.start", 2))
+        assert beside.returncode == 0 and "nothing stored" in beside.stderr, beside.stderr
+    finally:
+        holder.terminate()
+        holder.communicate(timeout=30)
+    after = run_hook(workspace, payload(workspace, "post.iteration.start", 3))
+    assert "recorded 2" in after.stderr, after.stderr  # iteration 1 went in with 2's call
+    text = (workspace / ".ralph" / "agent" / "memories.md").read_text(encoding="utf-8")
+    assert "rounded half-even" in text
