@@ -90,6 +90,9 @@ class Report:
     forgotten: int = 0
     injected: int = 0
     skipped: list[str] = field(default_factory=list)
+    # The summary item of the iteration this call recorded: the agent's scratchpad still
+    # shows it, and the query (built from that scratchpad) matches it best of all.
+    just_recorded: str | None = None
 
 
 def needs_memory(payload: HookPayload) -> bool:
@@ -107,11 +110,13 @@ async def handle(payload: HookPayload, memory: Memory, *, max_items: int) -> Rep
     try:
         if event == "iteration.start":
             if current - 1 > state.recorded and current > 1:
-                report.recorded = await _record(space, state, memory, payload, current - 1, None)
+                report.recorded = await _record(
+                    space, state, memory, payload, current - 1, None, report
+                )
             await _sync(space, state, memory, report)
         elif event in ("loop.complete", "loop.error") and current > state.recorded:
             reason = payload.context.termination_reason or event.removeprefix("loop.")
-            report.recorded = await _record(space, state, memory, payload, current, reason)
+            report.recorded = await _record(space, state, memory, payload, current, reason, report)
     except ReadOnly as exc:  # retrieval still works; what was not stored is stored later
         report.skipped.append(f"nothing stored: {exc}")
     if event == "iteration.start":
@@ -127,6 +132,7 @@ async def _record(
     payload: HookPayload,
     number: int,
     ended: str | None,
+    report: Report,
 ) -> int:
     # The state moves on only once the record is stored: a refused record (another
     # process writes the store) is made again, from the same events, by the next call.
@@ -155,7 +161,7 @@ async def _record(
     if len(parts) > 1:
         # The iteration row is history; the summary as an item is what later iterations
         # find by meaning (an error is stored as an error item by the record itself).
-        await memory.remember(
+        report.just_recorded = await memory.remember(
             result.summary, ContextType.ITERATION, ("ralph-iteration",), f"{key}:summary"
         )
     state.recorded, state.events_offset = number, offset
@@ -242,8 +248,13 @@ async def _inject(space: Workspace, memory: Memory, max_items: int, report: Repo
     if not query:
         report.skipped.append("nothing to search for yet (no tasks, notes or PROMPT.md)")
         return
-    found = await memory.search(query, max_items)
-    entries = _entries([hit for hit in found if MEMORY_TAG not in hit.item.tags])
+    found = await memory.search(query, min(max_items + 1, 50))  # one may be just_recorded
+    fresh = [
+        hit
+        for hit in found
+        if MEMORY_TAG not in hit.item.tags and hit.item.id != report.just_recorded
+    ]
+    entries = _entries(fresh[:max_items])
     written = memories.write_managed(space.memories, entries, budget=settings["budget"])
     report.injected = len(written)
 

@@ -206,6 +206,7 @@ def test_a_simulated_loop_carries_a_lesson_forward_and_keeps_the_users_memories(
     assert "truncated" not in block
     assert "UTF-16 byte order mark" in block, block
     assert "lunch" not in block
+    assert "Started on the importer" not in block  # iteration 3: still in the scratchpad
     ours = [m for m in parse(text) if MANAGED_TAG in m.tags]
     assert ours and all(m.memory_type == "context" for m in ours)
     user = parse(USER_MEMORIES)[0]
