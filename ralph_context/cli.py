@@ -550,10 +550,6 @@ def serve(
     log_level: LogOption = None,
 ) -> None:
     """Run the MCP server (stdio by default; --transport http serves http://HOST:PORT/mcp)."""
-    # Imported here: the MCP SDK and uvicorn add ~1 s to every other command's start-up.
-    from ralph_context.server.run import Transport
-    from ralph_context.server.run import serve as serve_mcp
-
     settings = _settings(config, log_level)
     if namespace is not None:
         try:
@@ -564,10 +560,19 @@ def serve(
         raise _fail(f"--transport must be stdio, http or sse, got {transport!r}", 2)
     if port is not None and not 1 <= port <= 65535:
         raise _fail(f"--port must be in 1-65535, got {port}", 2)
+    # Said before the imports below (~2 s) and the model's loading: a person who started
+    # the server sees at once that it is on its way, whatever the log level.
+    store = "memory" if settings.is_ephemeral else str(settings.store_path())
+    sys.stderr.write(
+        f"ralph-context: starting ({transport or settings.server.transport}); loading the "
+        f"embedding model {settings.embeddings.model} and opening {store}\n"
+    )
+    sys.stderr.flush()
+    # Imported here: the MCP SDK and uvicorn add ~1 s to every other command's start-up.
+    from ralph_context.server.run import Transport
+    from ralph_context.server.run import serve as serve_mcp
+
     chosen = cast(Transport | None, transport)
-    if (chosen or settings.server.transport) != "stdio":
-        where = f"{host or settings.server.host}:{port or settings.server.port}"
-        err.print(f"serving MCP on http://{where}", highlight=False)
     _run(lambda: serve_mcp(settings, transport=chosen, host=host, port=port, read_only=read_only))
 
 

@@ -9,6 +9,7 @@ stderr) and without an access log.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -58,7 +59,9 @@ async def serve(
     number = port or settings.server.port
     if chosen == "stdio":
         async with serving(settings, read_only=read_only) as (server, engine):
-            log.info("serving", transport="stdio", **_facts(engine))
+            facts = _facts(engine)
+            log.info("serving", transport="stdio", **facts)
+            _say(f"stdio: waiting for an MCP client ({_listed(facts)})")
             await server.run_stdio_async()
         return
     overrides = {"host": bind, "port": number}
@@ -79,8 +82,9 @@ async def serve(
         auth = f"bearer token ({len(tokens.grants)})" if tokens.enabled else "none (loopback)"
         facts = _facts(default.engine) if default.engine is not None else {}
         log.info("serving", transport="http", auth=auth, read_only=read_only, **facts)
+        described = _listed({**facts, "auth": auth, "other namespaces": "/ns/NAME/mcp"})
         try:
-            await _uvicorn(build_app(spaces, tokens), bind, number, store, "/mcp")
+            await _uvicorn(build_app(spaces, tokens), bind, number, store, "/mcp", described)
         finally:
             spaces.close()
 
@@ -105,7 +109,7 @@ async def _serve_sse(
     if tokens.enabled:
         raise ConfigError("the SSE transport has no authentication here; use --transport http")
     async with serving(settings, read_only=read_only) as (server, _engine):
-        await _uvicorn(server.sse_app(host=bind), bind, port, store, "/sse")
+        await _uvicorn(server.sse_app(host=bind), bind, port, store, "/sse", "deprecated SSE")
 
 
 def _facts(engine: Engine) -> dict[str, str]:
@@ -113,9 +117,22 @@ def _facts(engine: Engine) -> dict[str, str]:
     return {"store": health.store, "model": health.model_id or "none", "tier": health.tier.value}
 
 
-async def _uvicorn(app: Starlette, host: str, port: int, store: Path | None, path: str) -> None:
-    """Serve ``app``; once it listens, the store's writer note names its URL, so another
-    process that wants the store (the Ralph plugin) connects here instead of opening it."""
+def _say(text: str) -> None:
+    """One plain line on stderr whatever the log level (stdout is the protocol's)."""
+    sys.stderr.write(f"ralph-context: {text}\n")
+    sys.stderr.flush()
+
+
+def _listed(facts: dict[str, str]) -> str:
+    return ", ".join(f"{key} {value}" for key, value in facts.items())
+
+
+async def _uvicorn(
+    app: Starlette, host: str, port: int, store: Path | None, path: str, described: str
+) -> None:
+    """Serve ``app``; once it listens, say so, and the store's writer note names its URL, so
+    another process that wants the store (the Ralph plugin) connects here instead of
+    opening it."""
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
     server = uvicorn.Server(config)
 
@@ -124,8 +141,10 @@ async def _uvicorn(app: Starlette, host: str, port: int, store: Path | None, pat
             if server.should_exit:
                 return
             await anyio.sleep(0.05)
+        url = f"http://{_reachable(host)}:{_port(server, port)}{path}"
+        _say(f"serving {url} ({described})")
         if store is not None:
-            writer_lock.advertise(store, f"http://{_reachable(host)}:{_port(server, port)}{path}")
+            writer_lock.advertise(store, url)
 
     async with anyio.create_task_group() as group:
         group.start_soon(advertise)

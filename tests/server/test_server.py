@@ -69,8 +69,12 @@ def http_server(config: Path) -> Iterator[str]:
         yield url
     finally:
         process.terminate()
-        stdout, _stderr = process.communicate(timeout=30)
+        stdout, stderr = process.communicate(timeout=30)
     assert stdout == b""  # logs go to stderr, never stdout
+    # A person who started it was told what it does, whatever the log level.
+    said = [line for line in stderr.decode().splitlines() if line.startswith("ralph-context:")]
+    assert said[0].startswith("ralph-context: starting (http); loading the embedding model")
+    assert said[1].startswith(f"ralph-context: serving {url} (store ")
 
 
 async def test_every_tool_resource_and_prompt_over_http(http_server: str) -> None:
@@ -109,3 +113,23 @@ def test_mcp_inspector_cli_lists_and_calls_tools(config: Path) -> None:
     assert {"get_relevant_context", "store_context", "health_check"} <= names
     called = json.loads(inspector("--method", "tools/call", "--tool-name", "get_context_stats"))
     assert called["structuredContent"]["items"] == 0
+
+
+def test_a_stdio_server_says_it_is_waiting_for_a_client(config: Path) -> None:
+    """stdout is the protocol's; the two lines go to stderr, the first before any import."""
+    process = subprocess.Popen(
+        [*CLI, "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(config),
+        cwd=config.parent,
+    )
+    assert process.stderr is not None
+    first = process.stderr.readline().decode()
+    assert first.startswith("ralph-context: starting (stdio); loading the embedding model")
+    second = process.stderr.readline().decode()
+    assert second.startswith("ralph-context: stdio: waiting for an MCP client (store ")
+    assert "tier semantic" in second
+    stdout, _ = process.communicate(input=b"", timeout=60)  # EOF: the client left
+    assert stdout == b""
