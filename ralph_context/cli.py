@@ -152,14 +152,16 @@ def _stats_payload(stats: StoreStats) -> dict[str, Any]:
 
 def _health_payload(health: EngineHealth) -> dict[str, Any]:
     return {
+        "status": health.status,
         "tier": health.tier.value,
         "model_id": health.model_id,
         "store": health.store,
         "without_vector": health.without_vector,
         "actors": {
-            name: {"state": s.state.value, "restarts": s.restarts, "last_error": s.last_error}
+            name: {"state": health.state(name), "restarts": s.restarts, "last_error": s.last_error}
             for name, s in health.actors.items()
         },
+        "not_configured": sorted(health.not_configured),
     }
 
 
@@ -392,13 +394,14 @@ def health(
     if as_json:
         _emit_json(payload)
     else:
-        table = Table(title=f"tier [bold]{report.tier.value}[/] · model {report.model_id}")
+        title = f"{report.status} · tier [bold]{report.tier.value}[/] · model {report.model_id}"
+        table = Table(title=title)
         for column in ("actor", "state", "restarts", "last error"):
             table.add_column(column, overflow="fold")
         for name, snapshot in report.actors.items():
-            table.add_row(
-                name, snapshot.state.value, str(snapshot.restarts), snapshot.last_error or ""
-            )
+            shown = report.state(name)
+            error = "" if shown == "not_configured" else snapshot.last_error or ""
+            table.add_row(name, shown, str(snapshot.restarts), error)
         out.print(table)
         out.print(f"store: {report.store}", highlight=False)
     if not report.ok:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 import structlog
@@ -132,6 +132,21 @@ class EngineHealth:
     def ok(self) -> bool:
         """True when every actor serves (full semantic retrieval)."""
         return self.tier is Tier.SEMANTIC
+
+    def state(self, name: str) -> str:
+        """Actor ``name``'s state as reported: ``not_configured`` for an optional part left
+        off by configuration (its actor is down by choice; "down" alarmed people who had
+        never set one up)."""
+        return "not_configured" if name in self.not_configured else self.actors[name].state.value
+
+    @property
+    def status(self) -> Literal["healthy", "degraded", "unhealthy"]:
+        """``healthy`` when every configured actor serves, ``degraded`` when queries fall
+        back to a lower tier, ``unhealthy`` when nothing can be retrieved."""
+        required = [a for n, a in self.actors.items() if n not in self.not_configured]
+        if self.tier is Tier.SEMANTIC and all(a.serving for a in required):
+            return "healthy"
+        return "degraded" if self.tier in (Tier.SEMANTIC, Tier.TEXT) else "unhealthy"
 
 
 class Engine:

@@ -96,8 +96,9 @@ def test_stats_and_health_report_the_store_and_tier(config: Path) -> None:
     assert stats["items"] == 1
     assert stats["by_type"] == {"skill": 1}
     assert stats["dimension"] == 384
-    assert health["tier"] == "semantic"
+    assert (health["status"], health["tier"]) == ("healthy", "semantic")
     assert health["actors"]["embedding"]["state"] == "running"
+    assert health["actors"]["inference"]["state"] == "not_configured"  # off by choice
     assert health["store"] == str(config.parent / "store")
 
 
@@ -124,8 +125,9 @@ def test_health_exits_1_and_reports_text_tier_without_a_model(config: Path, tmp_
     done = cli("health", "--config", str(config), "--json", check=False)
     assert done.returncode == 1
     report = json.loads(done.stdout)
-    assert report["tier"] == "text"
-    assert report["actors"]["embedding"]["state"] == "down"
+    assert (report["status"], report["tier"]) == ("degraded", "text")
+    assert report["actors"]["embedding"]["state"] == "down"  # configured, and failing
+    assert report["actors"]["inference"]["state"] == "not_configured"  # never set up
     assert "ralph-context model install" in report["actors"]["embedding"]["last_error"]
 
 

@@ -239,20 +239,12 @@ class HealthReport(BaseModel):
         current_iteration: int,
         version: str,
     ) -> HealthReport:
-        status: Literal["healthy", "degraded", "unhealthy"]
-        required = [a for n, a in health.actors.items() if n not in health.not_configured]
-        if health.tier == "semantic" and all(a.serving for a in required):
-            status = "healthy"
-        elif health.tier in ("semantic", "text"):
-            status = "degraded"
-        else:
-            status = "unhealthy"
         return cls(
-            status=status,
+            status=health.status,
             tier=health.tier.value,
             actors={
                 name: ActorStatus(
-                    state=snap.state.value, restarts=snap.restarts, last_error=snap.last_error
+                    state=health.state(name), restarts=snap.restarts, last_error=snap.last_error
                 )
                 for name, snap in health.actors.items()
             },

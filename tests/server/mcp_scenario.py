@@ -170,8 +170,8 @@ async def exercise(client: mcp.Client) -> None:
     health = await call(client, "health_check")
     assert health["status"] == "healthy" and health["tier"] == "semantic"
     assert {"embedding", "storage", "scoring", "lifecycle"} <= set(health["actors"])
-    # No language model configured: the inference actor is down by choice, not degraded.
-    assert health["actors"]["inference"]["state"] == "down"
+    # No language model configured: the inference actor is off by choice, not degraded.
+    assert health["actors"]["inference"]["state"] == "not_configured"
     assert health["not_configured"] == ["inference"]
     assert health["model_id"] and health["size_bytes"] > 0
 
