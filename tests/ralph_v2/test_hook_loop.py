@@ -263,8 +263,15 @@ async def test_with_a_server_owning_the_store_the_hook_is_its_client(workspace: 
                 client, "get_relevant_context", query="staging database password rotation"
             )
         assert any("rotates every Monday" in e["item"]["content"] for e in answer["items"])
+        # The iteration a call just recorded is left out of its block (the scratchpad
+        # still shows it); the next iteration's block carries it, read through the server.
+        _agent_iteration(
+            workspace, 2, "CI cannot log in to the staging database", "ci.failed", "auth"
+        )
+        later = run_hook(workspace, payload(workspace, "post.iteration.start", 3))
+        assert later.returncode == 0 and "recorded 2" in later.stderr, later.stderr
         text = (workspace / ".ralph" / "agent" / "memories.md").read_text(encoding="utf-8")
-        assert "rotates every Monday" in text
+        assert "rotates every Monday" in text, later.stderr
     finally:
         process.terminate()
         process.communicate(timeout=30)
@@ -331,5 +338,9 @@ def test_beside_a_writer_without_an_endpoint_it_still_injects_and_stores_later(
         holder.communicate(timeout=30)
     after = run_hook(workspace, payload(workspace, "post.iteration.start", 3))
     assert "recorded 2" in after.stderr, after.stderr  # iteration 1 went in with 2's call
+    # Left out of the block of the call that recorded it; the next call injects it.
+    _agent_iteration(workspace, 3, "Totals match the ledger", "check.done", "ok")
+    fourth = run_hook(workspace, payload(workspace, "post.iteration.start", 4))
+    assert "recorded 3" in fourth.stderr, fourth.stderr
     text = (workspace / ".ralph" / "agent" / "memories.md").read_text(encoding="utf-8")
     assert "rounded half-even" in text
