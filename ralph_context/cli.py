@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import anyio
 import typer
@@ -22,7 +22,18 @@ from rich.console import Console
 from rich.table import Table
 
 from ralph_context import __version__, namespaces
+from ralph_context.arguments import MAX_ITEMS, MIN_SCORE_HELP, NewItem, build_item, check_query
 from ralph_context.cli_access import namespaces_command, token_app
+from ralph_context.cli_app import (
+    GLOBAL,
+    App,
+    ClientTransport,
+    ConfigOption,
+    JsonOption,
+    LogOption,
+    RalphVersion,
+    ServeTransport,
+)
 from ralph_context.cli_bench import bench_app
 from ralph_context.cli_hook import hook_command
 from ralph_context.cli_output import err
@@ -31,6 +42,7 @@ from ralph_context.cli_output import load_settings as _settings
 from ralph_context.cli_studio import studio_app
 from ralph_context.config import Settings, default_file
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
+from ralph_context.forgetting import check_selection
 from ralph_context.metadata_filter import parse_condition
 from ralph_context.models import ContextType, RetrievalResult
 
@@ -43,13 +55,12 @@ __all__ = ["app", "main"]
 
 T = TypeVar("T")
 
-app = typer.Typer(
+app = App(
     name="ralph-context",
     help="Semantic, persistent, self-pruning memory for agent iteration loops.",
     no_args_is_help=True,
-    add_completion=False,
 )
-model_app = typer.Typer(help="Manage the local embedding model.", no_args_is_help=True)
+model_app = App(help="Manage the local embedding model.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
 app.add_typer(bench_app, name="bench")
 app.add_typer(studio_app, name="studio")
@@ -57,18 +68,7 @@ app.add_typer(token_app, name="token")
 app.command("namespaces")(namespaces_command)
 app.command("hook")(hook_command)
 
-out = Console()
-
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config", "-c", help="ralph.yaml to use (default: $RALPH_CONTEXT_CONFIG, ./ralph.yaml)."
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
-LogOption = Annotated[
-    str | None, typer.Option("--log-level", help="Log level on stderr (default WARNING).")
-]
+out = Console(soft_wrap=True)  # a path or an id is never broken across lines
 
 
 def _engine(settings: Settings) -> Engine:
@@ -96,6 +96,14 @@ def _run(work: Callable[[], Awaitable[T]]) -> T:
         raise _fail(str(exc), 2) from None
     except RalphContextError as exc:
         raise _fail(str(exc), 1) from None
+
+
+def _checked(check: Callable[[], T]) -> T:
+    """``check()``, its ``InvalidInput`` printed as a usage error (exit 2)."""
+    try:
+        return check()
+    except InvalidInput as exc:
+        raise _fail(str(exc), 2) from None
 
 
 def _emit_json(payload: Any) -> None:
@@ -168,14 +176,18 @@ def _health_payload(health: EngineHealth) -> dict[str, Any]:
 @app.command()
 def store(
     text: Annotated[str, typer.Argument(help="What to remember.")],
-    type_: Annotated[
-        str, typer.Option("--type", "-t", help="task|iteration|skill|file|output|error")
-    ] = "output",
+    type_: Annotated[ContextType, typer.Option("--type", "-t", help="The item's type.")] = (
+        ContextType.OUTPUT
+    ),
     tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag; repeatable.")] = None,
     metadata: Annotated[
-        str | None, typer.Option("--metadata", help="A JSON object stored with the item.")
+        str | None,
+        typer.Option("--metadata", metavar="JSON", help="A JSON object stored with the item."),
     ] = None,
-    iteration: Annotated[int | None, typer.Option(help="Iteration it belongs to.")] = None,
+    iteration: Annotated[
+        int | None,
+        typer.Option(min=0, help="Iteration it belongs to (default: the latest)."),
+    ] = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
     log_level: LogOption = None,
@@ -186,12 +198,13 @@ def store(
         meta = json.loads(metadata) if metadata is not None else None
     except ValueError as exc:
         raise _fail(f"--metadata is not valid JSON: {exc}", 2) from None
+    # Checked as the engine will check it, before the model and the store load (seconds).
+    entry = NewItem(text, type_, tag, meta, "cli", iteration)
+    _checked(lambda: build_item(entry, max_bytes=settings.storage.max_content_bytes, iteration=0))
 
     async def work() -> dict[str, Any]:
         async with _engine(settings) as engine:
-            item = await engine.store(
-                text, type_, tags=tag, metadata=meta, iteration=iteration, source="cli"
-            )
+            (item,) = await engine.store_many([entry])
             return {"id": item.id, "tier": engine.health().tier.value}
 
     stored = _run(work)
@@ -204,12 +217,20 @@ def store(
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What the loop is working on.")],
-    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Max items (1-50).")] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit", "-n", min=1, max=MAX_ITEMS, help="Max items (default: retrieval setting)."
+        ),
+    ] = None,
     type_: Annotated[
-        list[str] | None, typer.Option("--type", "-t", help="Only this type; repeatable.")
+        list[ContextType] | None,
+        typer.Option("--type", "-t", help="Only this type; repeatable."),
     ] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Any of these tags.")] = None,
-    min_score: Annotated[float | None, typer.Option(help="Similarity threshold 0-1.")] = None,
+    min_score: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, metavar="SCORE", help=f"{MIN_SCORE_HELP}.")
+    ] = None,
     where: Annotated[
         list[str] | None,
         typer.Option(
@@ -226,10 +247,19 @@ def search(
 ) -> None:
     """Retrieve the items most relevant to QUERY."""
     settings = _settings(config, log_level)
-    try:
-        conditions = [parse_condition(text) for text in where or ()]
-    except InvalidInput as exc:
-        raise _fail(str(exc), 2) from None
+    conditions = _checked(lambda: [parse_condition(text) for text in where or ()])
+    # Checked as the engine will check them, before the model and the store load.
+    _checked(
+        lambda: check_query(
+            settings.retrieval,
+            query,
+            max_items=limit,
+            context_types=type_,
+            min_score=min_score,
+            tags=tag,
+            metadata=conditions,
+        )
+    )
 
     async def work() -> RetrievalResult:
         async with _reader(settings) as engine:
@@ -255,11 +285,12 @@ def forget(
         list[str] | None, typer.Option("--id", help="An item id; repeatable.")
     ] = None,
     type_: Annotated[
-        list[str] | None, typer.Option("--type", "-t", help="Of this type; repeatable.")
+        list[ContextType] | None, typer.Option("--type", "-t", help="Of this type; repeatable.")
     ] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Carrying this tag.")] = None,
     older_than: Annotated[
-        int | None, typer.Option("--older-than", help="Created before this iteration.")
+        int | None,
+        typer.Option("--older-than", min=0, metavar="ITERATION", help="Created before it."),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List; delete nothing.")] = False,
     config: ConfigOption = None,
@@ -268,6 +299,7 @@ def forget(
 ) -> None:
     """Delete the items the selectors pick (AND-ed), live and archived, for good."""
     settings = _settings(config, log_level)
+    _checked(lambda: check_selection(item_id, type_, tag, older_than))
 
     async def work() -> dict[str, Any]:
         async with _engine(settings) as engine:
@@ -534,11 +566,11 @@ def demo(
 @app.command()
 def serve(
     transport: Annotated[
-        str | None,
+        ServeTransport | None,
         typer.Option("--transport", "-t", help="stdio (default), http (streamable HTTP) or sse."),
     ] = None,
     host: Annotated[str | None, typer.Option(help="Bind address for http/sse.")] = None,
-    port: Annotated[int | None, typer.Option(help="Port for http/sse.")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port for http/sse.")] = None,
     namespace: Annotated[
         str | None,
         typer.Option(
@@ -559,10 +591,6 @@ def serve(
             settings = settings.with_overrides(storage={"namespace": namespace})
         except ConfigError:
             raise _fail(f"--namespace {namespace!r}: use {namespaces.NAME_RULE}", 2) from None
-    if transport is not None and transport not in ("stdio", "http", "sse"):
-        raise _fail(f"--transport must be stdio, http or sse, got {transport!r}", 2)
-    if port is not None and not 1 <= port <= 65535:
-        raise _fail(f"--port must be in 1-65535, got {port}", 2)
     # Said before the imports below (~2 s) and the model's loading: a person who started
     # the server sees at once that it is on its way, whatever the log level.
     store = "memory" if settings.is_ephemeral else str(settings.store_path())
@@ -575,7 +603,7 @@ def serve(
     from ralph_context.server.run import Transport
     from ralph_context.server.run import serve as serve_mcp
 
-    chosen = cast(Transport | None, transport)
+    chosen: Transport | None = None if transport is None else transport.value
     _run(lambda: serve_mcp(settings, transport=chosen, host=host, port=port, read_only=read_only))
 
 
@@ -585,15 +613,16 @@ def init(
         Path, typer.Option("--project", "-p", help="Project folder (default: here).")
     ] = Path("."),
     transport: Annotated[
-        str, typer.Option("--transport", "-t", help="stdio (a command) or http (a URL).")
-    ] = "stdio",
+        ClientTransport,
+        typer.Option("--transport", "-t", help="stdio (a command) or http (a URL)."),
+    ] = ClientTransport.STDIO,
     config: ConfigOption = None,
     ralph: Annotated[
-        str | None,
+        RalphVersion | None,
         typer.Option(
             "--ralph",
-            metavar="v2",
-            help="Set up Ralph v2 (ralph.yml: memories, hooks, the agent's MCP config).",
+            help="Set up Ralph v2 (ralph.yml: memories, hooks, the agent's MCP config); "
+            "Ralph 1.x uses `ralph-context ralph run`.",
         ),
     ] = None,
     dry_run: Annotated[
@@ -604,25 +633,19 @@ def init(
     from ralph_context.mcp_json import register, server_entry
     from ralph_context.ralph_v2 import setup
 
-    if transport not in ("stdio", "http"):
-        raise _fail(f"--transport must be stdio or http, got {transport!r}", 2)
-    if ralph not in (None, "v2"):
-        raise _fail(
-            f"--ralph must be v2 (Ralph 1.x uses `ralph-context ralph run`), got {ralph!r}", 2
-        )
     if not project.is_dir():
         raise _fail(f"--project {str(project)!r} is not a folder", 2)
     # The project's own ralph.yaml before the usual lookup (env, then the current folder).
     settings = _settings(config or default_file(project), None)
     entry = server_entry(
-        cast(Literal["stdio", "http"], transport),
+        transport.value,
         # Ralph v2 reads ralph.yml, which init writes: the server's settings live there.
-        config=project / setup.RALPH_YML if ralph == "v2" else settings.source,
+        config=project / setup.RALPH_YML if ralph is RalphVersion.V2 else settings.source,
         host=settings.server.host,
         port=settings.server.port,
         namespace=settings.storage.namespace,
     )
-    if ralph == "v2":
+    if ralph is RalphVersion.V2:
         _init_ralph_v2(project, entry, dry_run=dry_run)
         return
     if setup.v2_project(project):
@@ -659,7 +682,7 @@ def _init_ralph_v2(project: Path, entry: dict[str, Any], *, dry_run: bool) -> No
     )
 
 
-ralph_app = typer.Typer(help="The Ralph orchestrator with memory attached.", no_args_is_help=True)
+ralph_app = App(help="The Ralph orchestrator with memory attached.", no_args_is_help=True)
 app.add_typer(ralph_app, name="ralph")
 
 
@@ -703,7 +726,11 @@ def ralph_run(
 @app.callback(invoke_without_command=True)
 def _root(
     version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+    config: ConfigOption = None,
+    log_level: LogOption = None,
 ) -> None:
+    # Before the subcommand, for every command that reads settings or logs.
+    GLOBAL.config, GLOBAL.log_level = config, log_level
     if version:
         out.print(__version__)
         raise typer.Exit(0)

@@ -12,15 +12,14 @@ from rich.console import Console
 from rich.table import Table
 
 from ralph_context import namespaces
+from ralph_context.cli_app import App, ConfigOption
 from ralph_context.cli_output import err, fail, load_settings
 from ralph_context.errors import InvalidInput
 
 __all__ = ["namespaces_command", "token_app"]
 
-token_app = typer.Typer(help="Bearer tokens for the HTTP server.", no_args_is_help=True)
+token_app = App(help="Bearer tokens for the HTTP server.", no_args_is_help=True)
 out = Console()
-
-ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="ralph.yaml to use.")]
 
 
 @token_app.command("new")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,13 +18,21 @@ import anyio
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ralph_context._logging import configure_logging
-from ralph_context.cli_output import err, fail
+from ralph_context.cli_app import App, LogOption
+from ralph_context.cli_output import err, fail, start_logging
 from ralph_context.errors import RalphContextError
 
 __all__ = ["bench_app"]
 
-bench_app = typer.Typer(help="Benchmarks: A/B loops with memory, LoCoMo retrieval recall.")
+
+class AbAgent(StrEnum):
+    """The agents ``bench ab`` can run."""
+
+    READER = "reader"
+    OPENAI = "openai"
+
+
+bench_app = App(help="Benchmarks: A/B loops with memory, LoCoMo retrieval recall.")
 
 _NO_BENCHMARKS = (
     "the benchmarks package is not importable: run from a source checkout of ralph-context "
@@ -87,11 +96,11 @@ def retrieval(
     scenarios: Annotated[
         int, typer.Option(min=0, help="Loop-scenario queries per kind (5 kinds; 0: none).")
     ] = 48,
-    log_level: Annotated[str | None, typer.Option("--log-level")] = None,
+    log_level: LogOption = None,
 ) -> None:
     """Evidence recall@5/10/25/50 on LoCoMo and recall/MRR on the loop scenarios, per mode
     (vector, text, hybrid, served)."""
-    configure_logging(log_level)
+    start_logging(log_level)
     if data is None:
         raise fail(_LOCOMO_HINT)
     try:
@@ -131,7 +140,9 @@ def ab(
         20261122
     ),
     max_iterations: Annotated[int, typer.Option(min=1, help="A run gives up after this.")] = 60,
-    agent: Annotated[str, typer.Option(help="reader (deterministic) or openai.")] = "reader",
+    agent: Annotated[
+        AbAgent, typer.Option(help="reader (deterministic) or openai (a model endpoint).")
+    ] = AbAgent.READER,
     base_url: Annotated[
         str | None, typer.Option(help="openai agent: the endpoint, e.g. http://host/v1.")
     ] = None,
@@ -139,13 +150,11 @@ def ab(
     api_key_env: Annotated[
         str, typer.Option(help="openai agent: environment variable holding the key.")
     ] = "OPENAI_API_KEY",
-    log_level: Annotated[str | None, typer.Option("--log-level")] = None,
+    log_level: LogOption = None,
 ) -> None:
     """A/B: iterations to finish each task kind, baseline Ralph vs Ralph with memory."""
-    configure_logging(log_level)
-    if agent not in ("reader", "openai"):
-        raise fail(f"--agent must be reader or openai, got {agent!r}")
-    if agent == "openai" and not (base_url and model):
+    start_logging(log_level)
+    if agent is AbAgent.OPENAI and not (base_url and model):
         raise fail("--agent openai needs --base-url and --model (the key comes from --api-key-env)")
     try:
         from benchmarks.ab.run import DEFAULT_SUITE, Plan, evaluate, markdown, write_outputs
@@ -161,7 +170,7 @@ def ab(
         seed=seed,
         max_iterations=max_iterations,
         quick=quick,
-        agent=agent,
+        agent=agent.value,
         base_url=base_url,
         model=model,
         api_key=os.environ.get(api_key_env),
@@ -198,12 +207,12 @@ def latency(
     quick: Annotated[
         bool, typer.Option(help="One 5,000-item store, 40 queries, 30 iterations (CI smoke).")
     ] = False,
-    log_level: Annotated[str | None, typer.Option("--log-level")] = None,
+    log_level: LogOption = None,
 ) -> None:
     """Latency of every face on the same stores: the floor (raw model and LanceDB),
     Engine.search, MCP over stdio and HTTP (1 and 8 clients), the Ralph hook alone and in a
     loop with the lifecycle on; RSS, store size, MCP ingest rates."""
-    configure_logging(log_level)
+    start_logging(log_level)
     if data is None:
         raise fail(_LOCOMO_HINT.replace("bench retrieval", "bench latency"))
     try:

@@ -9,10 +9,11 @@ import typer
 from rich.console import Console
 
 from ralph_context._logging import configure_logging
+from ralph_context.cli_app import GLOBAL
 from ralph_context.config import Settings
 from ralph_context.errors import ConfigError
 
-__all__ = ["err", "fail", "load_settings"]
+__all__ = ["err", "fail", "load_settings", "start_logging"]
 
 err = Console(stderr=True)
 
@@ -25,13 +26,20 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def load_settings(config: Path | None, log_level: str | None) -> Settings:
-    """Logging set up, then the settings from ``config`` (or the usual lookup).
+    """Logging set up, then the settings from ``config`` (or the usual lookup). Either one
+    not given to the command falls back to the same option given before it.
 
     Raises:
         typer.Exit: The settings are invalid (the error is printed).
     """
-    configure_logging(log_level)
+    start_logging(log_level)
     try:
-        return Settings.load(config)
+        return Settings.load(config if config is not None else GLOBAL.config)
     except ConfigError as exc:
         raise fail(str(exc), 2) from None
+
+
+def start_logging(log_level: str | None) -> None:
+    """Logs on stderr at ``log_level``, or at the level given before the subcommand."""
+    level = log_level if log_level is not None else GLOBAL.log_level
+    configure_logging(None if level is None else str(level))

@@ -18,8 +18,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ralph_context._logging import configure_logging
-from ralph_context.cli_output import err, fail
+from ralph_context.cli_app import GLOBAL, App, ConfigOption, LogOption
+from ralph_context.cli_output import err, fail, start_logging
 from ralph_context.config import Settings
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
 
@@ -28,7 +28,7 @@ __all__ = ["STUDIO_ENV", "studio_app"]
 STUDIO_ENV = "STUDIO_DB_PATH"
 DEFAULT_DB = Path("studio.db")
 
-studio_app = typer.Typer(
+studio_app = App(
     help="Project Studio: import its projects, cycles, learnings and decisions.",
     no_args_is_help=True,
 )
@@ -52,24 +52,15 @@ def import_db(
             "--db", help=f"The Studio SQLite file (default: ${STUDIO_ENV}, then ./studio.db)."
         ),
     ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            "-c",
-            help="ralph.yaml to use (default: $RALPH_CONTEXT_CONFIG, ./ralph.yaml).",
-        ),
-    ] = None,
+    config: ConfigOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
-    log_level: Annotated[
-        str | None, typer.Option("--log-level", help="Log level on stderr (default WARNING).")
-    ] = None,
+    log_level: LogOption = None,
 ) -> None:
     """Import (upsert by id) a Studio database; the file is opened read-only."""
     from ralph_context.engine import Engine
     from ralph_context.packs.project.studio import ImportReport, import_studio, read_studio
 
-    configure_logging(log_level)
+    start_logging(log_level)
     path, source = _locate(db)
     if not path.is_file():
         raise fail(
@@ -79,7 +70,7 @@ def import_db(
         )
     try:
         data = read_studio(path)
-        settings = Settings.load(config)
+        settings = Settings.load(config if config is not None else GLOBAL.config)
     except (ConfigError, InvalidInput) as exc:
         raise fail(str(exc), 2) from None
 

@@ -33,6 +33,14 @@ from ralph_context.actors.lifecycle import (
 )
 from ralph_context.actors.scoring import ScoringActor
 from ralph_context.actors.storage import StorageActor
+from ralph_context.arguments import (
+    MAX_CANDIDATES,
+    MAX_ITEMS,
+    MAX_QUERY_CHARS,
+    NewItem,
+    build_item,
+    check_query,
+)
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
 from ralph_context.errors import (
@@ -43,7 +51,7 @@ from ralph_context.errors import (
     StoreError,
 )
 from ralph_context.forgetting import ForgetReport, check_selection
-from ralph_context.metadata_filter import MetadataCondition, check_metadata_filter
+from ralph_context.metadata_filter import MetadataCondition
 from ralph_context.models import (
     ContextItem,
     ContextType,
@@ -52,7 +60,7 @@ from ralph_context.models import (
     RetrievalResult,
     Tier,
 )
-from ralph_context.retrieval import Candidates, Query, Retriever
+from ralph_context.retrieval import Candidates, Retriever
 from ralph_context.runtime import Foreground, HealthSnapshot, Supervisor
 from ralph_context.skillbook_sync import SkillbookSync
 from ralph_context.storage.filters import ItemFilter
@@ -60,11 +68,8 @@ from ralph_context.storage.lance_store import StoreStats
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.validation import (
     check_content,
-    check_context_type,
-    check_context_types,
     check_int,
     check_item_id,
-    check_metadata,
     check_score,
     check_tags,
     check_text,
@@ -76,14 +81,8 @@ log = structlog.get_logger("ralph_context.engine")
 
 T = TypeVar("T")
 
-MAX_QUERY_CHARS = 500
-MAX_ITEMS = 50
-# Raw candidates per half that Engine.candidates hands out at most.
-MAX_CANDIDATES = 200
 # Skills listed by get_skills at most (they are few and curated).
 MAX_SKILLS = 1_000
-# The largest token budget a query may ask for (a 1M-token context window).
-MAX_TOKENS = 1_000_000
 _NOT_STARTED = "the engine is not started (use `async with Engine(...)`)"
 # mark_useful: the seed's +0.10 for helpful, -0.15 for not.
 HELPFUL_DELTA = 0.10
@@ -99,18 +98,6 @@ _SAME_ITERATION_ERRORS = 100
 SCORING_TIMEOUT = 5.0
 # Items embedded by one backfill at start, in chunks (~2 minutes of work at most here).
 BACKFILL_CHUNKS = 24
-
-
-@dataclass(frozen=True)
-class NewItem:
-    """One item to store with :meth:`Engine.store_many`; validated like :meth:`Engine.store`."""
-
-    content: str | bytes
-    content_type: ContextType | str
-    tags: Sequence[str] | None = None
-    metadata: dict[str, JsonValue] | None = None
-    source: str = ""
-    iteration: int | None = None
 
 
 @dataclass(frozen=True)
@@ -675,31 +662,20 @@ class Engine:
             InvalidInput: A bad argument. Failures of the engine's parts never raise; they
                 lower the tier of the result.
         """
-        text = check_content(query, max_bytes=1 << 20, name="query")[:MAX_QUERY_CHARS]
-        retrieval = self.settings.retrieval
-        limit = check_int(
-            retrieval.max_items_per_query if max_items is None else max_items,
-            name="max_items",
-            high=MAX_ITEMS,
-        )
-        threshold = check_score(
-            retrieval.min_relevance_score if min_score is None else min_score, name="min_score"
-        )
-        budget = check_int(
-            retrieval.max_context_tokens if max_tokens is None else max_tokens,
-            name="max_tokens",
-            high=MAX_TOKENS,
-        )
-        only = check_context_types(context_types)
-        preferred = only or check_context_types(prefer_types)
-        where = ItemFilter(
-            types=only, tags_any=check_tags(tags), metadata=check_metadata_filter(metadata)
+        request = check_query(
+            self.settings.retrieval,
+            query,
+            max_items=max_items,
+            context_types=context_types,
+            min_score=min_score,
+            max_tokens=max_tokens,
+            tags=tags,
+            prefer_types=prefer_types,
+            metadata=metadata,
         )
         with self._foreground.busy():
             await self._sync_skillbook()
-            return await self._require_retriever().search(
-                Query(text, limit, threshold, budget, where, preferred)
-            )
+            return await self._require_retriever().search(request)
 
     async def candidates(
         self,
@@ -839,16 +815,8 @@ class Engine:
         return self.settings.embeddings.timeout_seconds
 
     def _build_item(self, entry: NewItem) -> ContextItem:
-        content = check_content(entry.content, max_bytes=self.settings.storage.max_content_bytes)
-        iteration = self._iteration if entry.iteration is None else entry.iteration
-        return ContextItem(
-            content=content,
-            content_type=check_context_type(entry.content_type),
-            tags=check_tags(entry.tags),
-            metadata=check_metadata(entry.metadata),
-            source=check_text(entry.source, name="source", max_chars=200),
-            created_iteration=check_int(iteration, name="iteration", low=0),
-            original_length=len(content),
+        return build_item(
+            entry, max_bytes=self.settings.storage.max_content_bytes, iteration=self._iteration
         )
 
     async def _persist(self, items: list[ContextItem]) -> list[ContextItem]:

@@ -31,10 +31,11 @@ import structlog
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.scoring import ScoringActor
 from ralph_context.actors.storage import Adjacent, StorageActor, TextHit, VectorHit
+from ralph_context.arguments import Query
 from ralph_context.config import Settings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ActorUnavailable, StoreError
-from ralph_context.models import ContextItem, ContextType, RetrievalResult, RetrievedItem, Tier
+from ralph_context.models import ContextItem, RetrievalResult, RetrievedItem, Tier
 from ralph_context.scoring import Candidate, Ranking, item_tokens, match_strength, rank
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.threads import place
@@ -64,18 +65,6 @@ LEXICAL_PASS = 0.5
 # The full-text half only adds what embeddings miss (exact names, codes, error strings): its
 # top 2·k are plenty, and at 100k items 40 full-text hits cost ~30% more than 20.
 LEXICAL_FACTOR = 2
-
-
-@dataclass(frozen=True)
-class Query:
-    """A validated retrieval request."""
-
-    text: str
-    max_items: int
-    min_score: float
-    max_tokens: int
-    where: ItemFilter
-    requested: tuple[ContextType, ...]
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,8 @@ def check_content(content: object, *, max_bytes: int, name: str = "content") -> 
             f"(at position {exc.start}: {content[exc.start]!r})"
         ) from None
     if not content.strip():
-        raise EmptyContent(f"{name} is empty or only whitespace; there is nothing to remember")
+        why = "there is nothing to remember" if name == "content" else "give it some text"
+        raise EmptyContent(f"{name} is empty or only whitespace; {why}")
     if size > max_bytes:
         raise ContentTooLarge(
             f"{name} is {size:,} bytes; the limit is {max_bytes:,} bytes "

@@ -19,9 +19,9 @@ import numpy as np
 from benchmarks.retrieval.scenarios import KINDS, Planted, ScenarioQuery, ScenarioStore, generate
 from benchmarks.settings import store_settings
 from ralph_context import Engine, IterationResult, NewItem
+from ralph_context.arguments import MAX_TOKENS
 from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder
-from ralph_context.engine import MAX_TOKENS
 from ralph_context.scoring import match_strength
 
 __all__ = ["LOOP_KS", "evaluate_scenarios", "scenario_markdown"]

@@ -44,9 +44,9 @@ from benchmarks.retrieval.recall import Recall, evidence_recall, summarize
 from benchmarks.retrieval.scenarios import KINDS
 from benchmarks.settings import store_settings
 from ralph_context import ContextItem, ContextType, Engine, IterationResult, NewItem, Settings
+from ralph_context.arguments import MAX_TOKENS
 from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
-from ralph_context.engine import MAX_TOKENS
 from ralph_context.retrieval import CANDIDATE_FACTOR
 from ralph_context.scoring import Candidate, match_strength
 

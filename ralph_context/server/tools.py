@@ -15,7 +15,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from ralph_context import __version__
-from ralph_context.engine import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS, NewItem
+from ralph_context.arguments import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS, MIN_SCORE_HELP, NewItem
 from ralph_context.errors import RalphContextError
 from ralph_context.forgetting import MAX_FORGET_IDS
 from ralph_context.metadata_filter import MAX_CONDITIONS, MetadataCondition
@@ -104,7 +104,9 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
             list[TypeName] | None,
             Field(max_length=len(ContextType), description="Only these types; default all."),
         ] = None,
-        min_score: Unit = retrieval.min_relevance_score,
+        min_score: Annotated[
+            Unit, Field(description=f"{MIN_SCORE_HELP} ({retrieval.min_relevance_score}).")
+        ] = retrieval.min_relevance_score,
         max_tokens: Annotated[
             int | None,
             Field(

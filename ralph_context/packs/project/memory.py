@@ -22,7 +22,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Literal, TypeVar
 
-from ralph_context.engine import MAX_QUERY_CHARS, Engine
+from ralph_context.arguments import MAX_QUERY_CHARS
+from ralph_context.engine import Engine
 from ralph_context.errors import InvalidInput, InvalidTags, ItemNotFound
 from ralph_context.packs.project import store, writes
 from ralph_context.packs.project.schemas import (

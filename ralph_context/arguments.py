@@ -1,0 +1,136 @@
+"""The engine's arguments, checked without an engine.
+
+Why apart from the engine: an adapter must be able to refuse a bad argument before it pays
+for the model and the store (seconds at start; tens of seconds on a loaded machine), and
+it must refuse exactly what the engine would. So the engine checks its arguments through
+these functions and the CLI calls them before it starts one. Only light modules are
+imported here, so a command that fails fast also starts fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ralph_context.config import RetrievalSettings
+from ralph_context.metadata_filter import MetadataCondition, check_metadata_filter
+from ralph_context.models import ContextItem, ContextType, JsonValue
+from ralph_context.storage.filters import ItemFilter
+from ralph_context.validation import (
+    check_content,
+    check_context_type,
+    check_context_types,
+    check_int,
+    check_metadata,
+    check_score,
+    check_tags,
+    check_text,
+)
+
+__all__ = [
+    "MAX_CANDIDATES",
+    "MAX_ITEMS",
+    "MAX_QUERY_CHARS",
+    "MAX_TOKENS",
+    "MIN_SCORE_HELP",
+    "NewItem",
+    "Query",
+    "build_item",
+    "check_query",
+]
+
+MAX_QUERY_CHARS = 500
+MAX_ITEMS = 50
+# Raw candidates per half that Engine.candidates hands out at most.
+MAX_CANDIDATES = 200
+# The largest token budget a query may ask for (a 1M-token context window).
+MAX_TOKENS = 1_000_000
+# One wording of the retrieval cut for every face (CLI, MCP tool, README): it applies to the
+# relevance score, not to the cosine similarity alone.
+MIN_SCORE_HELP = (
+    "Drop items whose relevance score (0-1: match x recency x feedback x type) is below "
+    "this; default retrieval.min_relevance_score"
+)
+
+
+@dataclass(frozen=True)
+class NewItem:
+    """One item to store with :meth:`Engine.store_many`; validated like :meth:`Engine.store`."""
+
+    content: str | bytes
+    content_type: ContextType | str
+    tags: Sequence[str] | None = None
+    metadata: dict[str, JsonValue] | None = None
+    source: str = ""
+    iteration: int | None = None
+
+
+@dataclass(frozen=True)
+class Query:
+    """A validated retrieval request."""
+
+    text: str
+    max_items: int
+    min_score: float
+    max_tokens: int
+    where: ItemFilter
+    requested: tuple[ContextType, ...]
+
+
+def check_query(
+    retrieval: RetrievalSettings,
+    query: str,
+    *,
+    max_items: int | None = None,
+    context_types: Sequence[ContextType | str] | None = None,
+    min_score: float | None = None,
+    max_tokens: int | None = None,
+    tags: Sequence[str] | None = None,
+    prefer_types: Sequence[ContextType | str] | None = None,
+    metadata: Sequence[MetadataCondition | Mapping[str, object]] | None = None,
+) -> Query:
+    """:meth:`Engine.search`'s arguments as a ``Query``, defaults from ``retrieval``.
+
+    Raises:
+        InvalidInput: A bad argument, named, with what is allowed.
+    """
+    text = check_content(query, max_bytes=1 << 20, name="query")[:MAX_QUERY_CHARS]
+    limit = check_int(
+        retrieval.max_items_per_query if max_items is None else max_items,
+        name="max_items",
+        high=MAX_ITEMS,
+    )
+    threshold = check_score(
+        retrieval.min_relevance_score if min_score is None else min_score, name="min_score"
+    )
+    budget = check_int(
+        retrieval.max_context_tokens if max_tokens is None else max_tokens,
+        name="max_tokens",
+        high=MAX_TOKENS,
+    )
+    only = check_context_types(context_types)
+    preferred = only or check_context_types(prefer_types)
+    where = ItemFilter(
+        types=only, tags_any=check_tags(tags), metadata=check_metadata_filter(metadata)
+    )
+    return Query(text, limit, threshold, budget, where, preferred)
+
+
+def build_item(entry: NewItem, *, max_bytes: int, iteration: int) -> ContextItem:
+    """The item ``entry`` describes, checked; ``iteration`` is used when it names none.
+
+    Raises:
+        InvalidInput: Empty, oversized or non-UTF-8 content, unknown type, bad tags,
+            metadata, source or iteration.
+    """
+    content = check_content(entry.content, max_bytes=max_bytes)
+    created = iteration if entry.iteration is None else entry.iteration
+    return ContextItem(
+        content=content,
+        content_type=check_context_type(entry.content_type),
+        tags=check_tags(entry.tags),
+        metadata=check_metadata(entry.metadata),
+        source=check_text(entry.source, name="source", max_chars=200),
+        created_iteration=check_int(created, name="iteration", low=0),
+        original_length=len(content),
+    )
