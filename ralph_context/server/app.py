@@ -12,15 +12,18 @@ the argument, what was wrong and what is allowed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from mcp import MCPError
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.resources import ResourceTemplate
+from mcp.server.mcpserver.resources.templates import ResourceSecurityError
 from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -28,7 +31,7 @@ from mcp.types import (
     InputRequiredResult,
     ToolAnnotations,
 )
-from pydantic import ValidationError
+from pydantic import AnyUrl, ValidationError
 
 from ralph_context import __version__
 from ralph_context._logging import audit_logger, ensure_logging
@@ -37,6 +40,7 @@ from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.engine import Engine
 from ralph_context.errors import ActorUnavailable, InvalidInput, RalphContextError
 from ralph_context.server.custom_prompts import argument_problem
+from ralph_context.server.suggest import unknown_resource, unknown_tool
 
 __all__ = ["ContextServer", "EngineHolder", "build_server", "describe_validation", "serving"]
 
@@ -84,11 +88,16 @@ class ContextServer(MCPServer):
     """``MCPServer`` with errors a person can act on, and an audit line per write."""
 
     namespace = "default"
+    # The write tools a read-only server removed: a call to one is told why it is missing.
+    hidden_tools: frozenset[str] = frozenset()
     _writes: frozenset[str] | None = None
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
+        if self._tool_manager.get_tool(name) is None:
+            known = (tool.name for tool in self._tool_manager.list_tools())
+            raise ToolError(unknown_tool(name, known, hidden=self.hidden_tools))
         audited = name in await self._write_tools()
         try:
             result = await super().call_tool(name, arguments, context)
@@ -120,6 +129,23 @@ class ContextServer(MCPServer):
                 return ToolError(f"{name}: {cause}")
         return exc
 
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError:
+            manager = self._resource_manager
+            if _served(str(uri), manager.list_templates()):
+                raise  # its template's own answer says what is missing (no such item)
+            raise ResourceNotFoundError(
+                unknown_resource(
+                    str(uri),
+                    (str(r.uri) for r in manager.list_resources()),
+                    (t.uri_template for t in manager.list_templates()),
+                )
+            ) from None
+
     async def get_prompt(
         self,
         name: str,
@@ -144,6 +170,17 @@ class ContextServer(MCPServer):
             if isinstance(cause, RalphContextError):
                 raise MCPError(INTERNAL_ERROR, str(cause)) from exc
             raise
+
+
+def _served(uri: str, templates: Iterable[ResourceTemplate]) -> bool:
+    """Whether one of ``templates`` takes ``uri`` (then a miss is the item's, not the URI's)."""
+    for template in templates:
+        try:
+            if template.matches(uri) is not None:
+                return True
+        except ResourceSecurityError:
+            return False
+    return False
 
 
 def _audit(tool: str, namespace: str, context: Context[Any, Any] | None, outcome: str) -> None:
@@ -211,9 +248,10 @@ def build_server(holder: EngineHolder, *, read_only: bool = False) -> ContextSer
     register_prompts(server, holder)
     server.namespace = holder.settings.storage.namespace
     if read_only:
-        for tool in server._tool_manager.list_tools():
-            if _writes(tool.annotations):
-                server.remove_tool(tool.name)
+        hidden = [t.name for t in server._tool_manager.list_tools() if _writes(t.annotations)]
+        for name in hidden:
+            server.remove_tool(name)
+        server.hidden_tools = frozenset(hidden)
     return server
 
 
