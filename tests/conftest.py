@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import configuration
 
 from ralph_context.config import Settings
 from ralph_context.embeddings.install import read_manifest
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from tests.helpers import Loader, SettingsFactory
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Hypothesis keeps its state (examples, a Unicode table cache) in a temporary folder:
+    a fresh clone has no ``.hypothesis/`` to be missing a file from, and two runs share
+    nothing."""
+    home = Path(tempfile.mkdtemp(prefix="ralph-context-hypothesis-"))
+    config.stash[_HYPOTHESIS_HOME] = home
+    configuration.set_hypothesis_home_dir(home)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    home = config.stash.get(_HYPOTHESIS_HOME, None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+_HYPOTHESIS_HOME = pytest.StashKey[Path]()
 
 
 @pytest.fixture(scope="session")

@@ -4,13 +4,15 @@ the parameters for a stdio client."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
-import httpx
 from mcp import StdioServerParameters
 
 CLI = [sys.executable, "-m", "ralph_context"]
@@ -47,35 +49,74 @@ def store_config(config: Path, store: Path) -> Path:
     return config
 
 
+# Generous: on a loaded 2-core machine the server's imports and model load took over 60 s.
+READY_WITHIN = 300.0
+
+
+class ServerProcess(subprocess.Popen[bytes]):
+    """``ralph-context serve`` with its stderr in a temporary file, not a pipe: a chatty
+    server can never fill a pipe nobody reads and stall, and the log is there to read after
+    :meth:`stop`."""
+
+    log: IO[bytes]
+    output = b""  # what it wrote on stdout, read by stop()
+
+    def stop(self, *, kill: bool = False) -> str:
+        """Terminate (or SIGKILL) it, wait for it, and return everything it wrote on stderr."""
+        if self.poll() is None:
+            if kill:
+                self.kill()
+            else:
+                self.terminate()
+        try:
+            self.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.wait()
+        if self.stdout is not None:
+            self.output = self.stdout.read()  # the server is gone: this cannot block
+            self.stdout.close()
+        self.log.seek(0)
+        text = self.log.read().decode(errors="replace")
+        self.log.close()
+        return text
+
+
 def start_http_server(
     config: Path, *args: str, env: dict[str, str] | None = None
-) -> tuple[subprocess.Popen[bytes], str]:
-    """The server on a free port, serving the store ``config`` names; returns it and its URL.
-    ``args``: more ``serve`` options; ``env``: more environment variables.
+) -> tuple[ServerProcess, str]:
+    """The server on a free port, serving the store ``config`` names; returns it, once it
+    said it listens (its ready line on stderr), and its URL. ``args``: more ``serve``
+    options; ``env``: more environment variables. Stop it with ``ServerProcess.stop``.
 
     Raises:
-        AssertionError: The server exited or did not answer within a minute (its stderr).
+        AssertionError: The server exited, or was not ready within ``READY_WITHIN`` (its
+            stderr).
     """
     port = free_port()
-    process = subprocess.Popen(
+    log = tempfile.TemporaryFile()
+    process = ServerProcess(
         [*CLI, "serve", "--transport", "http", "--port", str(port), *args],
         env={**environment(config), **(env or {})},
         cwd=config.parent,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=log,
     )
+    process.log = log
     url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + 60
+    ready = re.compile(rb"^ralph-context: serving (\S+) ", re.MULTILINE)
+    deadline = time.monotonic() + READY_WITHIN
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(process.communicate()[1].decode())
-        try:
-            httpx.get(url, timeout=0.5)
+        exited = process.poll() is not None
+        # pread: the file's offset is shared with the server, which appends at it.
+        said = ready.search(os.pread(log.fileno(), os.fstat(log.fileno()).st_size, 0))
+        if said is not None:
+            assert said.group(1).decode().endswith(f":{port}/mcp"), said.group(0)
             return process, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-    process.kill()
-    raise AssertionError(f"the server did not answer on {url} within 60 s")
+        if exited:
+            raise AssertionError(process.stop())
+        time.sleep(0.1)
+    raise AssertionError(f"not ready within {READY_WITHIN:g} s:\n{process.stop(kill=True)}")
 
 
 def stdio_server(directory: Path) -> StdioServerParameters:

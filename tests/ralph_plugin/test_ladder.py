@@ -60,8 +60,7 @@ def test_server_killed_mid_run_serves_the_tasks_cached_context(
         orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, script, iterations=4)
         handle = run_attached(orchestrator, ServerSource(url), settings=make_settings(), timeout=5)
     finally:
-        server.kill()
-        server.communicate(timeout=30)
+        server.stop(kill=True)
     assert len(adapter.prompts) == 4
     assert tiers(handle) == [Tier.SEMANTIC, Tier.SEMANTIC, Tier.CACHE, Tier.CACHE]
     assert FACT in adapter.prompts[1]  # served live, and cached for the task

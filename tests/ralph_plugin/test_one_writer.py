@@ -66,5 +66,4 @@ def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
         found = json.loads(reading.stdout)
         assert FACT in [hit["content"] for hit in found["items"]]
     finally:
-        server.kill()
-        server.communicate(timeout=30)
+        server.stop(kill=True)

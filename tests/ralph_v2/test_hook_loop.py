@@ -273,8 +273,7 @@ async def test_with_a_server_owning_the_store_the_hook_is_its_client(workspace: 
         text = (workspace / ".ralph" / "agent" / "memories.md").read_text(encoding="utf-8")
         assert "rotates every Monday" in text, later.stderr
     finally:
-        process.terminate()
-        process.communicate(timeout=30)
+        process.stop()
 
 
 @pytest.mark.parametrize(

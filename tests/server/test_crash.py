@@ -74,8 +74,7 @@ def test_kill_9_during_writes_loses_no_acknowledged_item(tmp_path: Path) -> None
             assert anyio.run(_health, url) == "healthy"
             anyio.run(_write_then_kill, url, server, cycle, acknowledged)
         finally:
-            server.kill()
-            server.communicate(timeout=30)
+            server.stop(kill=True)
         assert server.returncode == -signal.SIGKILL
     settings = Settings.load(config)
     reopened = LanceStore(settings.store_path(), model_id=None, dimension=None)

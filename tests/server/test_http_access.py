@@ -69,8 +69,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         yield url
     finally:
-        process.terminate()
-        process.communicate(timeout=30)
+        process.stop()
 
 
 @asynccontextmanager
@@ -160,8 +159,7 @@ async def test_read_only_serving_lists_and_accepts_no_write(tmp_path: Path) -> N
         async with mcp.Client(url) as client:
             await call(client, "store_context", content="kept for readers", context_type="skill")
     finally:
-        process.terminate()
-        writer_log = process.communicate(timeout=30)[1].decode()
+        writer_log = process.stop()
     audited = [json.loads(line) for line in writer_log.splitlines() if '"audit": true' in line]
     assert [(a["tool"], a["namespace"], a["client"], a["outcome"]) for a in audited] == [
         ("store_context", "default", "127.0.0.1", "done")
@@ -178,8 +176,7 @@ async def test_read_only_serving_lists_and_accepts_no_write(tmp_path: Path) -> N
             assert refused.is_error
             assert (await call(client, "get_context_stats"))["items"] == 1
     finally:
-        process.terminate()
-        process.communicate(timeout=30)
+        process.stop()
 
 
 async def test_the_mcp_client_is_told_why_it_was_refused_and_keeps_its_session(

@@ -41,8 +41,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     try:
         yield url.removesuffix("/mcp"), config
     finally:
-        process.terminate()
-        process.communicate(timeout=30)
+        process.stop()
 
 
 ALPHA = "The alpha team deploys the billing service with blue-green switches on Fridays."

@@ -68,11 +68,10 @@ def http_server(config: Path) -> Iterator[str]:
     try:
         yield url
     finally:
-        process.terminate()
-        stdout, stderr = process.communicate(timeout=30)
-    assert stdout == b""  # logs go to stderr, never stdout
+        stderr = process.stop()
+    assert process.output == b""  # logs go to stderr, never stdout
     # A person who started it was told what it does, whatever the log level.
-    said = [line for line in stderr.decode().splitlines() if line.startswith("ralph-context:")]
+    said = [line for line in stderr.splitlines() if line.startswith("ralph-context:")]
     assert said[0].startswith("ralph-context: starting (http); loading the embedding model")
     assert said[1].startswith(f"ralph-context: serving {url} (store ")
 
@@ -125,11 +124,16 @@ def test_a_stdio_server_says_it_is_waiting_for_a_client(config: Path) -> None:
         env=environment(config),
         cwd=config.parent,
     )
-    assert process.stderr is not None
-    first = process.stderr.readline().decode()
-    assert first.startswith("ralph-context: starting (stdio); loading the embedding model")
-    second = process.stderr.readline().decode()
-    assert second.startswith("ralph-context: stdio: waiting for an MCP client (store ")
-    assert "tier semantic" in second
-    stdout, _ = process.communicate(input=b"", timeout=60)  # EOF: the client left
-    assert stdout == b""
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline().decode()
+        assert first.startswith("ralph-context: starting (stdio); loading the embedding model")
+        second = process.stderr.readline().decode()
+        assert second.startswith("ralph-context: stdio: waiting for an MCP client (store ")
+        assert "tier semantic" in second
+        stdout, _ = process.communicate(input=b"", timeout=60)  # EOF: the client left
+        assert stdout == b""
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()  # waited for, its pipes closed, whatever failed above
