@@ -681,7 +681,8 @@ def ralph_run(
         from ralph_context_ralph.run import run_with_memory
     except ImportError:
         raise _fail(
-            "the Ralph hook is not installed: pip install -e plugins/ralph (bash .ci/setup does)",
+            "the Ralph hook is not installed: pip install -e plugins/ralph (bash .ci/setup "
+            "does), or beside a tool install: pipx inject ralph-context ./plugins/ralph",
             2,
         ) from None
     if not prompt.is_file():
