@@ -639,8 +639,10 @@ def init(
     settings = _settings(config or default_file(project), None)
     entry = server_entry(
         transport.value,
-        # Ralph v2 reads ralph.yml, which init writes: the server's settings live there.
-        config=project / setup.RALPH_YML if ralph is RalphVersion.V2 else settings.source,
+        # Ralph v2 starts the agent (and so its server) with RALPH_WORKSPACE_ROOT: the
+        # server reads that workspace's ralph.yml, as the hook does, so a loop in a worktree
+        # gets one store for both. A config pinned here would be the main checkout's.
+        config=None if ralph is RalphVersion.V2 else settings.source,
         host=settings.server.host,
         port=settings.server.port,
         namespace=settings.storage.namespace,

@@ -5,12 +5,16 @@ refuses contradictions, and a second run changes nothing."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+import mcp
 import yaml
+from mcp import StdioServerParameters
 
 from ralph_context.ralph_v2.payload import EVENTS
 
@@ -164,3 +168,45 @@ def test_plain_init_suggests_ralph_v2_in_a_v2_project(tmp_path: Path) -> None:
     )
     assert done.returncode == 0
     assert "init --ralph v2" in done.stderr
+
+
+def test_the_agents_server_uses_the_loop_workspaces_store(tmp_path: Path) -> None:
+    """Ralph starts the agent with RALPH_WORKSPACE_ROOT (a worktree for a parallel loop), and
+    the agent starts our server from the MCP config init wrote: the server must open that
+    workspace's store, the one the hook opens, wherever it was started."""
+    project, worktree, elsewhere = tmp_path / "main", tmp_path / "worktree", tmp_path / "cwd"
+    for folder in (project, worktree, elsewhere):
+        folder.mkdir()
+    assert init(project).returncode == 0
+    document = yaml.safe_load((project / "ralph.yml").read_text())
+    args = document["cli"]["args"]
+    mcp_file = Path(args[args.index("--mcp-config") + 1])
+    (entry,) = json.loads(mcp_file.read_text())["mcpServers"].values()
+    assert "RALPH_CONTEXT_CONFIG" not in entry.get("env", {})  # nothing pins the main checkout
+    (worktree / "ralph.yml").write_text((project / "ralph.yml").read_text())  # git checks it out
+    env = {k: v for k, v in os.environ.items() if k != "RALPH_CONTEXT_CONFIG"}
+    params = StdioServerParameters(
+        command=entry["command"],
+        args=entry["args"],
+        env={**env, "RALPH_WORKSPACE_ROOT": str(worktree)},
+        cwd=str(elsewhere),
+    )
+    store = Path(anyio.run(_store_one_item, params))
+    assert store.resolve().is_relative_to(worktree.resolve())
+    assert not (project / ".agent").exists() and not (elsewhere / ".agent").exists()
+
+
+async def _store_one_item(params: StdioServerParameters) -> str:
+    """Store an item through the server; returns the store its health report names."""
+    with anyio.fail_after(120):
+        async with mcp.Client(params) as client:
+            stored = await client.call_tool(
+                "store_context",
+                {"content": "Worktree loops keep their own memory", "context_type": "output"},
+            )
+            assert not stored.is_error, stored.content
+            stats = await client.call_tool("get_context_stats", {})
+            health = await client.call_tool("health_check", {})
+    assert stats.structured_content is not None and stats.structured_content["items"] == 1
+    assert health.structured_content is not None
+    return str(health.structured_content["store"])
