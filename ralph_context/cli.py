@@ -670,6 +670,8 @@ def _init_ralph_v2(project: Path, entry: dict[str, Any], *, dry_run: bool) -> No
         change = setup.plan(project, entry)
     except ConfigError as exc:
         raise _fail(str(exc), 2) from None
+    for note in change.notes:
+        err.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
     if not change.changes:
         out.print(f"{change.path}: already set up for ralph-context", highlight=False)
         return
@@ -677,8 +679,9 @@ def _init_ralph_v2(project: Path, entry: dict[str, Any], *, dry_run: bool) -> No
         sys.stdout.write(change.diff())
         return
     change.apply()
+    wired = "" if change.notes else ", cli.args"
     out.print(
-        f"updated {change.path} (memories, hooks {', '.join(setup.HOOK_EVENTS)}, cli.args) "
+        f"updated {change.path} (memories, hooks {', '.join(setup.HOOK_EVENTS)}{wired}) "
         f"and {change.mcp_path}",
         highlight=False,
     )

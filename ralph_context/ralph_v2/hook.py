@@ -26,6 +26,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
+import anyio
 import structlog
 import yaml
 
@@ -214,11 +215,16 @@ def _changed_files(root: Path) -> list[str]:
 
 
 async def _sync(space: Workspace, state: LoopState, memory: Memory, report: Report) -> None:
-    """The agent's memories into the store; those Ralph no longer has, out of it."""
-    try:
-        text = space.memories.read_text(encoding="utf-8")
-    except OSError:
-        text = ""
+    """The agent's memories into the store; those Ralph no longer has, out of it.
+
+    Each memory is keyed by its id *and* its text: Ralph does not keep ids unique, and an
+    edited memory is a new one (the old text is forgotten as gone). With no file to read
+    (moved away, or not written yet) nothing is forgotten: an absent file is not a loop
+    that deleted every memory."""
+    text = await anyio.to_thread.run_sync(memories.read, space.memories)
+    if text is None:
+        report.skipped.append("no memories.md to sync (nothing forgotten)")
+        return
     theirs = [m for m in memories.parse(text) if memories.MANAGED_TAG not in m.tags]
     seen: dict[str, str] = {}
     for found in theirs:
@@ -226,13 +232,11 @@ async def _sync(space: Workspace, state: LoopState, memory: Memory, report: Repo
         key = f"ralph-mem:{found.id}:{digest}"
         tags = (MEMORY_TAG, found.memory_type, *found.tags)
         item_id = await memory.remember(found.content, _KINDS[found.memory_type], tags, key)
-        if state.synced.get(found.id) not in (None, item_id):
-            await memory.forget([state.synced[found.id]])  # its text changed
-            report.forgotten += 1
-        if state.synced.get(found.id) != item_id:
+        if item_id not in state.synced.values():
             report.synced += 1
-        seen[found.id] = item_id
-    gone = [item for mem_id, item in state.synced.items() if mem_id not in seen]
+        seen[key] = item_id
+    kept = set(seen.values())  # states written before keys held text map id -> item
+    gone = [item for key, item in state.synced.items() if key not in seen and item not in kept]
     if gone:
         await memory.forget(gone)
         report.forgotten += len(gone)
@@ -255,7 +259,9 @@ async def _inject(space: Workspace, memory: Memory, max_items: int, report: Repo
         if MEMORY_TAG not in hit.item.tags and hit.item.id != report.just_recorded
     ]
     entries = _entries(fresh[:max_items])
-    written = memories.write_managed(space.memories, entries, budget=settings["budget"])
+    written = await anyio.to_thread.run_sync(
+        lambda: memories.write_managed(space.memories, entries, budget=settings["budget"])
+    )
     report.injected = len(written)
 
 

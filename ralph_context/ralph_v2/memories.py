@@ -25,6 +25,7 @@ import fcntl
 import hashlib
 import os
 import re
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ __all__ = [
     "locked",
     "managed_id",
     "parse",
+    "read",
     "write_managed",
 ]
 
@@ -50,6 +52,9 @@ MANAGED_TAG = "ralph-context"
 # Memory types and their sections, in Ralph's order (``MemoryType::all``).
 SECTIONS = {"pattern": "Patterns", "decision": "Decisions", "fix": "Fixes", "context": "Context"}
 TEMPLATE = "# Memories\n\n## Patterns\n\n## Decisions\n\n## Fixes\n\n## Context\n"
+# Seconds to wait for Ralph's lock on memories.md: it holds it for one write (milliseconds);
+# well inside the hook's own deadline.
+LOCK_WAIT = 10.0
 
 _SECTION = re.compile(r"^## (Patterns|Decisions|Fixes|Context)")
 _MEMORY_ID = re.compile(r"^### (mem-\d+-[0-9a-f]{4})")
@@ -218,16 +223,41 @@ def _ours(line: str) -> bool:
 
 
 @contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Ralph's exclusive lock for writing ``path``: ``flock`` on ``<path>.lock``."""
+def locked(path: Path, *, shared: bool = False, wait: float = LOCK_WAIT) -> Iterator[None]:
+    """Ralph's lock on ``path``: ``flock`` on ``<path>.lock``, shared to read, exclusive to
+    write, as Ralph takes it. Asked for without blocking, again and again, for at most
+    ``wait`` seconds: a blocking ``flock`` could not be interrupted by the hook's deadline.
+
+    Raises:
+        TimeoutError: Another process held it for ``wait`` seconds.
+    """
     lock = path.with_name(path.name + ".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
     handle = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    mode = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(handle, mode)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"{lock} stayed locked for {wait:g} s") from None
+                time.sleep(0.02)
         yield
     finally:
         os.close(handle)  # closing releases the lock
+
+
+def read(path: Path) -> str | None:
+    """``path``'s text, read under Ralph's shared lock (Ralph rewrites it in place, so an
+    unlocked read can see it empty or half written); None when there is no file."""
+    with locked(path, shared=True):
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
 
 
 def write_managed(path: Path, entries: Sequence[Entry], *, budget: int) -> list[Entry]:
@@ -270,4 +300,6 @@ def _inserted(text: str, entries: Sequence[Entry]) -> str:
         if line.startswith("## Context"):
             head = "\n".join(lines[: index + 1]) + "\n"
             return head + blocks + "\n".join(lines[index + 1 :])
-    return f"{text.rstrip()}\n## Context\n{blocks}"
+    # As Ralph appends a missing section: at the end, the user's bytes left as they are.
+    separator = "" if not text or text.endswith("\n") else "\n"
+    return f"{text}{separator}## Context\n{blocks}"

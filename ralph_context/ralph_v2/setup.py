@@ -10,7 +10,9 @@ round-trip YAML editor so the user's comments, key order and other keys stay as 
   events), ``post.loop.complete`` and ``post.loop.error``, each ``on_error: warn`` with a
   timeout above the hook's own deadline;
 - ``cli.args``: ``--mcp-config <file>``, a file naming our server, since Ralph hands its
-  agents no MCP settings itself.
+  agents no MCP settings itself. That flag is Claude Code's and Ralph appends ``cli.args``
+  to any backend's command line, so it is added only for the ``claude`` backend (Ralph's
+  default); for another backend the file is written and a note says to hand it over.
 
 A value the user set that contradicts ours (memories or hooks switched off, injection not
 ``auto``, another ``--mcp-config``) is refused with a message naming it; nothing is written.
@@ -41,6 +43,7 @@ HOOK_NAME = "ralph-context"
 HOOK_EVENTS = ("post.iteration.start", "post.loop.complete", "post.loop.error")
 DEADLINE_SECONDS = 20
 TIMEOUT_SECONDS = 30  # Ralph's default; the hook ends itself at DEADLINE_SECONDS
+CLAUDE = "claude"  # Ralph v2's default backend, and the one that takes --mcp-config
 DEFAULT_BUDGET = 2_000  # tokens: Ralph cuts the memories block at budget x 4 bytes
 
 
@@ -53,6 +56,8 @@ class Plan:
     after: str
     mcp_path: Path
     mcp_text: str
+    # What init could not do itself and the user should know (another agent backend).
+    notes: tuple[str, ...] = ()
 
     @property
     def changes(self) -> bool:
@@ -113,11 +118,11 @@ def plan(project: Path, mcp_entry: dict[str, Any], *, budget: int = DEFAULT_BUDG
     mcp_path = (project / MCP_CONFIG).resolve()
     _memories(document, path, budget)
     _hooks(document, path)
-    _cli(document, path, mcp_path)
+    notes = _cli(document, path, mcp_path)
     out = io.StringIO()
     yaml.dump(document, out)
     mcp_text = json.dumps({"mcpServers": {HOOK_NAME: mcp_entry}}, indent=2) + "\n"
-    return Plan(path, before, out.getvalue(), mcp_path, mcp_text)
+    return Plan(path, before, out.getvalue(), mcp_path, mcp_text, notes)
 
 
 def _memories(document: dict[str, Any], path: Path, budget: int) -> None:
@@ -175,8 +180,16 @@ def _hook_spec() -> CommentedMap:
     return spec
 
 
-def _cli(document: dict[str, Any], path: Path, mcp_path: Path) -> None:
+def _cli(document: dict[str, Any], path: Path, mcp_path: Path) -> tuple[str, ...]:
     section = _section(document, "cli", path)
+    backend = section.get("backend", CLAUDE)
+    if backend != CLAUDE:
+        # Another agent would be handed a flag it does not know on every iteration.
+        return (
+            f"cli.backend is {backend!r}: --mcp-config is Claude Code's flag, so it was not "
+            f"added to cli.args; give {backend} the MCP server in {mcp_path} its own way (the "
+            "hook and memories.md work with any backend)",
+        )
     args = section.get("args")
     if args is None:
         args = section["args"] = CommentedSeq()
@@ -187,13 +200,14 @@ def _cli(document: dict[str, Any], path: Path, mcp_path: Path) -> None:
     for index, arg in enumerate(args):
         if arg == "--mcp-config" and index + 1 < len(args):
             if args[index + 1] == wanted:
-                return
+                return ()
             raise ConfigError(
                 f"{path}: cli.args already passes --mcp-config {args[index + 1]}; add "
                 f"ralph-context's server (in {wanted} after a dry run) to that file, or remove "
                 "it and run init again"
             )
     args.extend(["--mcp-config", wanted])
+    return ()
 
 
 def _section(

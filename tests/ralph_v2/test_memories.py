@@ -21,8 +21,10 @@ from ralph_context.ralph_v2.memories import (
     TEMPLATE,
     Entry,
     injected_block,
+    locked,
     managed_id,
     parse,
+    read,
     write_managed,
 )
 
@@ -170,6 +172,35 @@ def test_our_write_waits_for_ralphs_lock_and_keeps_what_ralph_wrote(tmp_path: Pa
     assert {"agent fact", entry(1).content} <= contents
 
 
+def test_a_read_waits_for_ralphs_write_and_a_lock_never_freed_is_given_up_on(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "memories.md"
+    path.write_text(TEMPLATE, encoding="utf-8")
+    handle = os.open(tmp_path / "memories.md.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(handle, fcntl.LOCK_EX)  # Ralph is writing
+    try:
+        started = time.monotonic()
+        try:
+            with locked(path, shared=True, wait=0.3):
+                raise AssertionError("read beside Ralph's write")
+        except TimeoutError as exc:
+            assert "stayed locked for 0.3 s" in str(exc)
+        assert time.monotonic() - started < 5  # gave up, did not block
+        seen: list[str | None] = []
+        reader = threading.Thread(target=lambda: seen.append(read(path)))
+        reader.start()
+        time.sleep(0.3)
+        assert seen == []  # waiting for the write to finish
+        path.write_text(TEMPLATE + "written", encoding="utf-8")
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        os.close(handle)
+    reader.join(10)
+    assert seen == [TEMPLATE + "written"]
+    assert read(tmp_path / "absent.md") is None
+
+
 def test_a_worktrees_symlink_keeps_pointing_at_the_shared_file(tmp_path: Path) -> None:
     shared = tmp_path / "main" / "memories.md"
     shared.parent.mkdir()
@@ -234,4 +265,6 @@ def test_any_users_file_is_restored_exactly_and_parsed_the_same(
         # the file without a newline gets one).
         if re.search(r"^## Context.*\n", original, re.MULTILINE):
             assert restored == original
+        else:  # the section Ralph would add goes at the end; the user's bytes stay
+            assert restored.startswith(original)
         assert parse(restored, today="2026-11-25") == parse(original, today="2026-11-25")

@@ -210,3 +210,18 @@ async def _store_one_item(params: StdioServerParameters) -> str:
     assert stats.structured_content is not None and stats.structured_content["items"] == 1
     assert health.structured_content is not None
     return str(health.structured_content["store"])
+
+
+def test_another_backend_gets_no_claude_flag_and_a_note(tmp_path: Path) -> None:
+    """Ralph appends cli.args to every backend's command line; --mcp-config is Claude's."""
+    (tmp_path / "ralph.yml").write_text("cli:\n  backend: gemini\n")
+    done = init(tmp_path)
+    assert done.returncode == 0, done.stderr
+    document = yaml.safe_load((tmp_path / "ralph.yml").read_text())
+    assert ralph_accepts(document) == []
+    assert "--mcp-config" not in (document["cli"].get("args") or [])
+    assert document["hooks"]["enabled"] is True  # the hook works with any backend
+    note = " ".join(done.stderr.split())
+    assert "cli.backend is 'gemini': --mcp-config is Claude Code's flag" in note
+    assert (tmp_path / ".ralph" / "ralph-context.mcp.json").is_file()
+    assert "already set up" in init(tmp_path).stdout  # and a second run changes nothing

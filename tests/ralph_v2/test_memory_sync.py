@@ -1,0 +1,94 @@
+"""The hook's sync of the agent's own memories, in process on a real engine: duplicate ids
+(Ralph does not keep them unique) are two memories, an edited one replaces its old text,
+and a memories.md that is not there forgets nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from ralph_context.engine import Engine
+from ralph_context.ralph_v2.client import _Engine
+from ralph_context.ralph_v2.hook import MEMORY_TAG, Report, handle
+from ralph_context.ralph_v2.payload import read_payload
+from tests.helpers import Loader, SettingsFactory
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _memory(mem_id: str, text: str) -> str:
+    return f"### {mem_id}\n> {text}\n<!-- tags: db | created: 2025-01-20 -->\n\n"
+
+
+def _write(workspace: Path, *memories: str) -> None:
+    body = "".join(memories)
+    (workspace / ".ralph" / "agent" / "memories.md").write_text(
+        f"# Memories\n\n## Patterns\n\n## Decisions\n\n## Fixes\n\n{body}## Context\n",
+        encoding="utf-8",
+    )
+
+
+def _start(workspace: Path, current: int) -> bytes:
+    return json.dumps(
+        {
+            "schema_version": 1,
+            "phase": "post",
+            "event": "iteration.start",
+            "phase_event": "post.iteration.start",
+            "timestamp": "2026-11-25T08:00:00Z",
+            "loop": {"id": "primary-1", "is_primary": True, "workspace": str(workspace)},
+            "iteration": {"current": current, "max": 10},
+            "context": {},
+            "metadata": {"accumulated": {}},
+        }
+    ).encode()
+
+
+async def _synced(engine: Engine) -> list[str]:
+    """The texts of every item the sync keeps (a dry run of forget lists them all)."""
+    listed = await engine.forget(tags=[MEMORY_TAG], dry_run=True)
+    return sorted([(await engine.get(item_id)).content for item_id in listed.item_ids])
+
+
+async def test_duplicate_ids_edits_and_a_missing_file(
+    tmp_path: Path, make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / ".ralph" / "agent").mkdir(parents=True)
+    twice = "mem-1737372000-a1b2"
+    _write(workspace, _memory(twice, "Postgres runs on port 5433"), _memory(twice, "DB is x"))
+    settings = make_settings(lifecycle={"auto_run": False})
+    async with Engine(settings, model_loader=shared_model) as engine:
+        memory = _Engine(engine, writable=True)
+
+        async def call(current: int) -> Report:
+            with anyio.fail_after(60):
+                return await handle(read_payload(_start(workspace, current)), memory, max_items=5)
+
+        first = await call(1)
+        assert first.synced == 2 and first.forgotten == 0
+        assert await _synced(engine) == ["DB is x", "Postgres runs on port 5433"]
+        again = await call(2)  # nothing changed: nothing churns
+        assert (again.synced, again.forgotten) == (0, 0)
+        assert await _synced(engine) == ["DB is x", "Postgres runs on port 5433"]
+
+        _write(workspace, _memory(twice, "Postgres runs on port 5434"), _memory(twice, "DB is x"))
+        edited = await call(3)
+        assert (edited.synced, edited.forgotten) == (1, 1)
+        assert await _synced(engine) == ["DB is x", "Postgres runs on port 5434"]
+
+        (workspace / ".ralph" / "agent" / "memories.md").unlink()
+        missing = await call(4)
+        assert missing.forgotten == 0 and "no memories.md" in " ".join(missing.skipped)
+        assert await _synced(engine) == ["DB is x", "Postgres runs on port 5434"]
+
+        _write(workspace)  # the agent deleted them all: now they go
+        emptied = await call(5)
+        assert emptied.forgotten == 2
+        assert await _synced(engine) == []
