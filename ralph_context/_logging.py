@@ -13,6 +13,21 @@ __all__ = ["audit_logger", "configure_logging"]
 LEVEL_ENV = "RALPH_CONTEXT_LOG_LEVEL"
 
 
+class _Stderr:
+    """Whatever ``sys.stderr`` is when a line is written, not when logging was set up: a
+    host that swaps it (a test runner capturing output, an app redirecting it) and later
+    closes its stand-in would otherwise make every log call fail on a closed file."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+STDERR = _Stderr()
+
+
 def configure_logging(level: str | None = None, *, json: bool = False) -> None:
     """Route structlog (and stdlib logging) to stderr at ``level``.
 
@@ -32,10 +47,10 @@ def configure_logging(level: str | None = None, *, json: bool = False) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=STDERR),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(stream=sys.stderr, level=max(numeric, logging.WARNING), force=True)
+    logging.basicConfig(stream=STDERR, level=max(numeric, logging.WARNING), force=True)
 
 
 def ensure_logging() -> None:
@@ -48,7 +63,7 @@ def audit_logger() -> structlog.typing.FilteringBoundLogger:
     """The audit trail: one JSON line per event on stderr whatever the log level (a quiet
     server still says who wrote and who forgot what), ``"audit": true`` to pick them out."""
     logger: structlog.typing.FilteringBoundLogger = structlog.wrap_logger(
-        structlog.PrintLogger(file=sys.stderr),
+        structlog.PrintLogger(file=STDERR),  # type: ignore[arg-type]
         processors=[
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.JSONRenderer(),

@@ -162,6 +162,6 @@ def test_demo_stores_reopens_and_searches() -> None:
 def test_an_error_message_is_printed_as_written_not_read_as_markup() -> None:
     # Advice such as `pip install 'ralph-context[model]'` and users' values hold brackets,
     # which rich would otherwise take for styles and drop.
-    done = cli("serve", "--transport", "[bold]web", check=False)
+    done = cli("serve", "--namespace", "[bold]web", check=False)
     assert done.returncode == 2
-    assert "got '[bold]web'" in done.stderr
+    assert "--namespace '[bold]web'" in done.stderr
