@@ -139,14 +139,17 @@ async def _record(
     # process writes the store) is made again, from the same events, by the next call.
     events, offset = space.events_since(state.events_offset)
     notes, notes_end = _new_notes(space, state)
-    closed, statuses = _closed_tasks(space, state)
-    failures = [e for e in events if any(word in e.topic.lower() for word in _FAILED)]
+    changed, statuses = _task_changes(space, state)
+    failures: list[Event | str] = [
+        e for e in events if any(word in e.topic.lower() for word in _FAILED)
+    ]
+    failures += [f"task failed: {title}" for verb, title in changed if verb == "failed"]
     success = not failures if ended is None else ended == "completed" and not failures
     parts = [f"Iteration {number} (hat {payload.context.active_hat or 'ralph'})"]
     if ended is not None:
         parts.append(f"loop ended: {ended}")
     parts += [f"{e.topic}: {e.payload[:300]}" for e in events[-12:]]
-    parts += [f"closed task: {title}" for title in closed]
+    parts += [f"{verb} task: {title}" for verb, title in changed]
     if notes:
         parts.append(f"notes: {notes}")
     result = IterationResult(
@@ -170,12 +173,16 @@ async def _record(
     return number
 
 
-def _error(failures: list[Event], ended: str | None) -> str | None:
+def _error(failures: list[Event | str], ended: str | None) -> str | None:
     if failures:
-        return f"{failures[-1].topic}: {failures[-1].payload[:500]}"
+        last = failures[-1]
+        return last if isinstance(last, str) else f"{last.topic}: {last.payload[:500]}"
     if ended is not None and ended != "completed":
         return f"loop ended: {ended}"
     return None
+
+
+_TASK_VERBS = {"open": "added", "in_progress": "started", "closed": "closed", "failed": "failed"}
 
 
 def _new_notes(space: Workspace, state: LoopState) -> tuple[str, int]:
@@ -189,11 +196,24 @@ def _new_notes(space: Workspace, state: LoopState) -> tuple[str, int]:
     return data[start:].decode("utf-8", errors="ignore").strip()[-1_500:], len(data)
 
 
-def _closed_tasks(space: Workspace, state: LoopState) -> tuple[list[str], dict[str, str]]:
-    """Titles of tasks closed since the last record, and every task's status now."""
+def _task_changes(
+    space: Workspace, state: LoopState
+) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """What happened to tasks since the last record, as (verb, title): added, started,
+    closed, failed or reopened; and every task's status now."""
     tasks = space.tasks()
-    closed = [t.title for t in tasks if t.status == "closed" and state.tasks.get(t.id) != "closed"]
-    return closed, {t.id: t.status for t in tasks}
+    changes = []
+    for task in tasks:
+        before = state.tasks.get(task.id)
+        if before == task.status:
+            continue
+        verb = _TASK_VERBS.get(task.status, task.status)
+        if before is None and task.status == "open":
+            verb = "added"
+        elif before in ("closed", "failed") and task.status == "open":
+            verb = "reopened"
+        changes.append((verb, task.title))
+    return changes, {t.id: t.status for t in tasks}
 
 
 def _changed_files(root: Path) -> list[str]:

@@ -1,6 +1,7 @@
-"""The hook's sync of the agent's own memories, in process on a real engine: duplicate ids
-(Ralph does not keep them unique) are two memories, an edited one replaces its old text,
-and a memories.md that is not there forgets nothing."""
+"""The hook in process on a real engine: the sync of the agent's own memories (duplicate
+ids, which Ralph does not keep unique, are two memories; an edited one replaces its old
+text; a memories.md that is not there forgets nothing), and what an iteration's record
+says about its tasks."""
 
 from __future__ import annotations
 
@@ -92,3 +93,43 @@ async def test_duplicate_ids_edits_and_a_missing_file(
         emptied = await call(5)
         assert emptied.forgotten == 2
         assert await _synced(engine) == []
+
+
+def _task(task_id: str, title: str, status: str) -> str:
+    return json.dumps(
+        {"id": task_id, "title": title, "status": status, "priority": 2, "blocked_by": []}
+    )
+
+
+async def test_an_iterations_record_says_which_tasks_were_added_closed_or_failed(
+    tmp_path: Path, make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / ".ralph" / "agent").mkdir(parents=True)
+    _write(workspace)
+    tasks = workspace / ".ralph" / "agent" / "tasks.jsonl"
+    tasks.write_text(_task("task-1-aaaa", "Parse the CSV header", "open") + "\n")
+    settings = make_settings(lifecycle={"auto_run": False})
+    async with Engine(settings, model_loader=shared_model) as engine:
+        memory = _Engine(engine, writable=True)
+
+        async def call(current: int) -> Report:
+            with anyio.fail_after(60):
+                return await handle(read_payload(_start(workspace, current)), memory, max_items=5)
+
+        await call(1)
+        tasks.write_text(
+            _task("task-1-aaaa", "Parse the CSV header", "closed")
+            + "\n"
+            + _task("task-2-bbbb", "Upload to the bank's SFTP", "failed")
+            + "\n"
+            + _task("task-3-cccc", "Write the README", "open")
+            + "\n"
+        )
+        assert (await call(2)).recorded == 1
+        first = await engine.iteration(1)
+        assert "closed task: Parse the CSV header" in first.summary
+        assert "failed task: Upload to the bank's SFTP" in first.summary
+        assert "added task: Write the README" in first.summary
+        assert not first.success
+        assert first.error == "task failed: Upload to the bank's SFTP"
