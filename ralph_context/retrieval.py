@@ -21,25 +21,36 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import cast
 
 import anyio
-import numpy as np
 import structlog
 
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.scoring import ScoringActor
 from ralph_context.actors.storage import Adjacent, StorageActor, TextHit, VectorHit
 from ralph_context.arguments import Query
+from ralph_context.candidate_pool import (
+    CANDIDATE_FACTOR,
+    LEXICAL_FACTOR,
+    NEIGHBOUR_SEEDS,
+    Candidates,
+    normalised_bm25,
+    passes_gate,
+    pool_of,
+    with_neighbour_match,
+)
 from ralph_context.config import Settings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ActorUnavailable, StoreError
-from ralph_context.models import ContextItem, RetrievalResult, RetrievedItem, Tier
-from ralph_context.scoring import Candidate, Ranking, item_tokens, match_strength, rank
+from ralph_context.models import RetrievalResult, RetrievedItem, Tier
+from ralph_context.scoring import Candidate, Ranking, item_tokens, rank
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.threads import place
 
+# Candidates, the factors and the pool's functions are re-exported: evaluations name them
+# from here, beside the Retriever that uses them.
 __all__ = [
     "CANDIDATE_FACTOR",
     "LEXICAL_FACTOR",
@@ -51,37 +62,6 @@ __all__ = [
 ]
 
 log = structlog.get_logger("ralph_context.retrieval")
-
-# Each search half over-retrieves this many candidates per wanted item, so that re-scoring
-# (recency, usefulness, type) and the budget have room to choose.
-CANDIDATE_FACTOR = 4
-# The best full-text hits whose neighbours are fetched (at most): on LoCoMo the top 5 and the
-# top 20 seed equally well (recall@10 0.742-0.743), each place costs time (5 ~7 ms, 20 ~12 ms
-# at 100k), and seeding from full-text hits lets the lookup run while the vector half does.
-NEIGHBOUR_SEEDS = 5
-# A candidate the full-text half scored at least this share of its best hit shares the
-# query's rarer words: it passes the similarity gate whatever its cosine.
-LEXICAL_PASS = 0.5
-# The full-text half only adds what embeddings miss (exact names, codes, error strings): its
-# top 2·k are plenty, and at 100k items 40 full-text hits cost ~30% more than 20.
-LEXICAL_FACTOR = 2
-
-
-@dataclass(frozen=True)
-class Candidates:
-    """The semantic rung's two halves before the gate and the relevance formula.
-
-    ``semantic`` is the vector half (items with cosine similarity), ``lexical`` the full-text
-    half (items with raw BM25), each best first; ``pool`` is their union as retrieval scores
-    it (exact cosine, BM25 normalised to the half's best); ``neighbours`` are the items next
-    to a pool member that passed the similarity gate, not in the pool themselves. Evaluations
-    compare these with the scored result; a loop should call ``Engine.search`` instead.
-    """
-
-    semantic: list[tuple[ContextItem, float]]
-    lexical: list[tuple[ContextItem, float]]
-    pool: list[Candidate]
-    neighbours: list[Candidate]
 
 
 @dataclass(frozen=True)
@@ -158,7 +138,7 @@ class Retriever:
         halves = await self._halves(
             text, limit, limit if text_limit is None else text_limit, where, NEIGHBOUR_SEEDS, 0
         )
-        pool = _pool(halves.vector, halves.vector_hits, halves.text_hits)
+        pool = pool_of(halves.vector, halves.vector_hits, halves.text_hits)
         gate = self.settings.retrieval.min_similarity
         passing = [c for c in pool if passes_gate(c, gate)]
         members = {c.item.id for c in pool}
@@ -180,7 +160,7 @@ class Retriever:
             self._seeds(query.max_items),
             query.max_items,
         )
-        pool = _pool(halves.vector, halves.vector_hits, halves.text_hits)
+        pool = pool_of(halves.vector, halves.vector_hits, halves.text_hits)
         pool += self._archived(pool, halves.archived)
         gate = self.settings.retrieval.min_similarity
         passing = [c for c in pool if passes_gate(c, gate)]
@@ -259,7 +239,7 @@ class Retriever:
         hits = await self.storage.text_search(
             query.text, query.max_items * CANDIDATE_FACTOR, query.where
         )
-        lexical = _normalised_bm25(hits)
+        lexical = normalised_bm25(hits)
         pool = [Candidate(item, lexical[item.id], vector) for item, _, vector in hits]
         threaded = [item for item, _, _ in hits if place(item)][: self._seeds(query.max_items)]
         if threaded:
@@ -408,58 +388,3 @@ class Retriever:
     def _note_access(self, ids: list[str]) -> None:
         if ids and not self.storage.record_access(ids):
             log.warning("access_not_recorded", reason="storage actor not taking requests")
-
-
-def _pool(
-    query: Vectors, vector_hits: list[VectorHit], text_hits: list[TextHit]
-) -> list[Candidate]:
-    """Union of both halves by id, each with its exact cosine similarity to the query and
-    its BM25 score normalised to the half's best (0 for items only the vector half found).
-
-    Full-text hits stored without a vector cannot be compared and are left out here; the text
-    rung still finds them.
-    """
-    lexical = _normalised_bm25(text_hits)
-    pool: dict[str, Candidate] = {
-        item.id: Candidate(item, similarity, vector, lexical.get(item.id, 0.0))
-        for item, similarity, vector in vector_hits
-    }
-    probe = query.astype(np.float32)
-    for item, _score, vector in text_hits:
-        if item.id not in pool and vector is not None:
-            pool[item.id] = Candidate(item, float(vector @ probe), vector, lexical[item.id])
-    return list(pool.values())
-
-
-def passes_gate(candidate: Candidate, min_similarity: float) -> bool:
-    """A candidate is considered when its cosine reaches ``min_similarity`` or BM25 scored it
-    at least :data:`LEXICAL_PASS` of the best full-text hit (an exact name or error code the
-    embedding dilutes)."""
-    lexical = candidate.lexical or 0.0
-    return candidate.similarity >= min_similarity or lexical >= LEXICAL_PASS
-
-
-def with_neighbour_match(pool: Sequence[Candidate], lexical_share: float) -> list[Candidate]:
-    """Each candidate with ``neighbour`` set to the best own match among the candidates
-    stored right before and after it in its thread (``storage.threads.place``)."""
-    own = {
-        at: match_strength(c.similarity, c.lexical, lexical_share)
-        for c in pool
-        if (at := place(c.item)) is not None
-    }
-    found: list[Candidate] = []
-    for c in pool:
-        at = place(c.item)
-        if at is None:
-            found.append(c)
-            continue
-        source, iteration, sequence = at
-        best = max(own.get((source, iteration, sequence + step), 0.0) for step in (-1, 1))
-        found.append(replace(c, neighbour=best))
-    return found
-
-
-def _normalised_bm25(hits: list[TextHit]) -> dict[str, float]:
-    """Each hit's BM25 score over the best hit's (1.0 for the best), by item id."""
-    best = max((score for _, score, _ in hits), default=0.0) or 1.0
-    return {item.id: score / best for item, score, _ in hits}
