@@ -1,9 +1,13 @@
-"""What every ``ralph-context`` command starts from and prints on stderr: its settings (a
-bad file is one error line), logs' neighbours, and errors."""
+"""What every ``ralph-context`` command starts from and prints: its settings (a bad file is
+one error line), logs' neighbours and errors on stderr, results on stdout (``out``, and
+``emit_json`` for ``--json``)."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -14,9 +18,15 @@ from ralph_context.cli_app import GLOBAL
 from ralph_context.config import Settings
 from ralph_context.errors import ConfigError
 
-__all__ = ["err", "fail", "load_settings", "start_logging"]
+__all__ = ["emit_json", "err", "fail", "load_settings", "out", "start_logging"]
 
 err = Console(stderr=True)
+out = Console(soft_wrap=True)  # a path or an id is never broken across lines
+
+
+def emit_json(payload: Any) -> None:
+    """``payload`` as indented JSON on stdout (what ``--json`` prints)."""
+    sys.stdout.write(json.dumps(payload, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

@@ -5,6 +5,9 @@ learned something wrong, needs to delete chosen items now, live or archived, wit
 left that a tool, resource or search could return. The selectors combine with AND (items
 with these ids, of these types, carrying one of these tags, created before that
 iteration); at least one is required, so a call cannot forget everything by accident.
+
+The validated selection, ``ForgetSelection``, lives beside the store's other filters
+(``storage/filters.py``), since the store runs it; it is named here too.
 """
 
 from __future__ import annotations
@@ -13,42 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ralph_context.errors import InvalidInput
-from ralph_context.models import ContextItem, ContextType
-from ralph_context.storage.filters import ItemFilter
+from ralph_context.models import ContextType
+from ralph_context.storage.filters import ForgetSelection
 from ralph_context.validation import check_context_types, check_int, check_item_id, check_tags
 
 __all__ = ["MAX_FORGET_IDS", "ForgetReport", "ForgetSelection", "check_selection"]
 
 # Ids one call may name (a larger purge selects by type, tag or age instead).
 MAX_FORGET_IDS = 1_000
-
-
-@dataclass(frozen=True)
-class ForgetSelection:
-    """A validated selection; empty selectors do not narrow it."""
-
-    ids: tuple[str, ...] = ()
-    types: tuple[ContextType, ...] = ()
-    tags: tuple[str, ...] = ()
-    older_than: int | None = None
-
-    def live_filter(self) -> ItemFilter:
-        """The selection as a filter on the hot table."""
-        return ItemFilter(
-            ids=self.ids,
-            types=self.types,
-            tags_any=self.tags,
-            max_iteration=None if self.older_than is None else self.older_than - 1,
-        )
-
-    def matches(self, item: ContextItem) -> bool:
-        """The same selection on an archived item (the archive has no such filter)."""
-        return (
-            (not self.ids or item.id in self.ids)
-            and (not self.types or item.content_type in self.types)
-            and (not self.tags or any(tag in self.tags for tag in item.tags))
-            and (self.older_than is None or item.created_iteration < self.older_than)
-        )
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 ``build_server(holder)`` returns an ``MCPServer`` serving whatever engine the holder carries
 (``serve`` starts one per process and shares it with every connection). Tools, resources and
-prompts reach it through ``EngineHolder``; static resources get no request context, so a
-holder is the one way all three can share it.
+prompts reach it through ``EngineHolder`` (``toolkit.py``, shared with the packs); static
+resources get no request context, so a holder is the one way all three can share it.
 
 Errors: the SDK hides the text of any exception it did not expect and shows pydantic's raw
 report for bad arguments. ``ContextServer`` turns both into one sentence naming the tool,
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from mcp import MCPError
@@ -38,11 +37,17 @@ from ralph_context._logging import audit_logger, ensure_logging
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.engine import Engine
-from ralph_context.errors import ActorUnavailable, InvalidInput, RalphContextError
+from ralph_context.errors import InvalidInput, RalphContextError
+from ralph_context.packs import register_packs
 from ralph_context.server.custom_prompts import argument_problem
+from ralph_context.server.prompts import register_prompts
+from ralph_context.server.resources import register_resources
+from ralph_context.server.strict import close_arguments
 from ralph_context.server.suggest import unknown_resource, unknown_tool
+from ralph_context.server.tools import register_tools
+from ralph_context.toolkit import EngineHolder
 
-__all__ = ["ContextServer", "EngineHolder", "build_server", "describe_validation", "serving"]
+__all__ = ["ContextServer", "build_server", "describe_validation", "serving"]
 
 audit_log = audit_logger()
 
@@ -58,19 +63,6 @@ PACK_INSTRUCTIONS = {
     "project": " Projects: get_project_context at the start of a session; capture_learning and "
     "capture_decision when you learn or decide something worth keeping.",
 }
-
-
-@dataclass
-class EngineHolder:
-    """The settings the server was built from, and the engine once it runs."""
-
-    settings: Settings
-    engine: Engine | None = None
-
-    def get(self) -> Engine:
-        if self.engine is None:
-            raise ActorUnavailable("the context engine is not running (server starting up?)")
-        return self.engine
 
 
 def describe_validation(tool: str, error: ValidationError) -> str:
@@ -225,12 +217,6 @@ def build_server(holder: EngineHolder, *, read_only: bool = False) -> ContextSer
         ConfigError: A custom prompt's definition is invalid. Checked here, before any
             engine starts, so a typo costs no model load.
     """
-    from ralph_context.packs import register_packs
-    from ralph_context.server.prompts import register_prompts
-    from ralph_context.server.resources import register_resources
-    from ralph_context.server.strict import close_arguments
-    from ralph_context.server.tools import register_tools
-
     ensure_logging()
 
     packs = holder.settings.packs

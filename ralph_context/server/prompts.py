@@ -11,8 +11,8 @@ from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument, UserMessag
 
 from ralph_context.config import SEARCH_PROMPT
 from ralph_context.injection import format_results
-from ralph_context.server.app import EngineHolder
 from ralph_context.server.custom_prompts import CustomPrompt, resolve_prompts
+from ralph_context.toolkit import EngineHolder
 
 __all__ = ["register_prompts", "search_message"]
 

@@ -12,8 +12,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from ralph_context.errors import InvalidInput, ItemNotFound, RalphContextError
-from ralph_context.server.app import EngineHolder
 from ralph_context.server.schemas import ContextStats, Skills
+from ralph_context.toolkit import EngineHolder
 
 __all__ = ["register_resources"]
 

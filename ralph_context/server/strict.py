@@ -7,7 +7,7 @@ dropped silently, so the call runs with the default the client meant to change. 
 tool's model is replaced, after registration, by a subclass that forbids extra arguments and
 validates strictly; its published schema says ``additionalProperties: false``. Nested models
 that tools take (list entries, records) declare the same config themselves:
-:data:`CLOSED`.
+``ralph_context.toolkit.CLOSED``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["CLOSED", "close_arguments"]
-
-CLOSED = ConfigDict(extra="forbid", strict=True)
+__all__ = ["close_arguments"]
 
 
 def close_arguments(server: MCPServer) -> None:

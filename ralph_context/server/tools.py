@@ -11,7 +11,6 @@ the server is built, so the published schema shows the configured value.
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from ralph_context import __version__
@@ -26,7 +25,6 @@ from ralph_context.models import (
     ContextType,
     IterationResult,
 )
-from ralph_context.server.app import EngineHolder
 from ralph_context.server.schemas import (
     ContextAnswer,
     ContextStats,
@@ -41,7 +39,7 @@ from ralph_context.server.schemas import (
     Stored,
     StoredMany,
 )
-from ralph_context.server.strict import CLOSED
+from ralph_context.toolkit import CLOSED, DESTROY, READ, WRITE, EngineHolder
 from ralph_context.validation import MAX_TAGS
 
 __all__ = ["register_tools"]
@@ -72,17 +70,6 @@ class ContextEntry(BaseModel):
     context_type: TypeName
     tags: Tags = None
     metadata: dict[str, Any] | None = None
-
-
-READ = ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
-WRITE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-)
-DESTROY = ToolAnnotations(
-    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-)
 
 
 def register_tools(server: MCPServer, holder: EngineHolder) -> None:

@@ -1,5 +1,8 @@
 """Typed filters rendered to LanceDB ``where`` clauses.
 
+``ForgetSelection`` is the selection a forget call made (``forgetting.check_selection``
+validates it), as a filter on the hot table and a match on archived items.
+
 Only this module writes SQL. Column names are fixed here, enum values come from our own enums,
 and every string a user supplied goes through :func:`sql_string`, which produces a standard
 SQL literal (single quotes doubled). Nothing a caller types is ever spliced into a clause raw.
@@ -11,9 +14,9 @@ import json
 from dataclasses import dataclass
 
 from ralph_context.metadata_filter import MetadataCondition, MetadataOp, Scalar
-from ralph_context.models import ContextState, ContextType
+from ralph_context.models import ContextItem, ContextState, ContextType
 
-__all__ = ["ItemFilter", "metadata_sql", "sql_string"]
+__all__ = ["ForgetSelection", "ItemFilter", "metadata_sql", "sql_string"]
 
 
 def sql_string(value: str) -> str:
@@ -129,3 +132,31 @@ class ItemFilter:
         if self.has_vector is not None:
             parts.append("vector IS NOT NULL" if self.has_vector else "vector IS NULL")
         return " AND ".join(f"({p})" for p in parts) if parts else None
+
+
+@dataclass(frozen=True)
+class ForgetSelection:
+    """A validated selection; empty selectors do not narrow it."""
+
+    ids: tuple[str, ...] = ()
+    types: tuple[ContextType, ...] = ()
+    tags: tuple[str, ...] = ()
+    older_than: int | None = None
+
+    def live_filter(self) -> ItemFilter:
+        """The selection as a filter on the hot table."""
+        return ItemFilter(
+            ids=self.ids,
+            types=self.types,
+            tags_any=self.tags,
+            max_iteration=None if self.older_than is None else self.older_than - 1,
+        )
+
+    def matches(self, item: ContextItem) -> bool:
+        """The same selection on an archived item (the archive has no such filter)."""
+        return (
+            (not self.ids or item.id in self.ids)
+            and (not self.types or item.content_type in self.types)
+            and (not self.tags or any(tag in self.tags for tag in item.tags))
+            and (self.older_than is None or item.created_iteration < self.older_than)
+        )

@@ -32,11 +32,10 @@ from lancedb.index import FTS, Bitmap, BTree, IvfSq, LabelList
 from ralph_context import namespaces
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ItemNotFound, ModelMismatch, StoreError
-from ralph_context.forgetting import ForgetSelection
 from ralph_context.models import ContextItem, ContextState, ContextType, IterationResult
 from ralph_context.storage import json_metadata, reads, threads, writer_lock
 from ralph_context.storage.archive import ArchivedItem, ArchiveStore
-from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.filters import ForgetSelection, ItemFilter
 from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
 from ralph_context.storage.index_merge import merge_deltas
 from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile

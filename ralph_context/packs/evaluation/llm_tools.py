@@ -29,9 +29,7 @@ from ralph_context.packs.evaluation.variants import (
     parse_variants,
     variant_messages,
 )
-from ralph_context.server.app import EngineHolder
-from ralph_context.server.strict import CLOSED
-from ralph_context.server.tools import READ
+from ralph_context.toolkit import CLOSED, READ, EngineHolder
 
 __all__ = ["register_llm_tools"]
 

@@ -26,8 +26,7 @@ from ralph_context.packs.project.schemas import (
     ProjectState,
     TagList,
 )
-from ralph_context.server.app import EngineHolder
-from ralph_context.server.tools import READ, WRITE
+from ralph_context.toolkit import READ, WRITE, EngineHolder
 from ralph_context.validation import MAX_TAGS
 
 __all__ = ["register_project_memory"]

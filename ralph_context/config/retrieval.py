@@ -1,0 +1,78 @@
+"""``retrieval:`` and ``scoring:``: what a query returns, and how relevance ranks it."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from ralph_context.config.section import Section
+from ralph_context.models import ContextType
+
+__all__ = ["RetrievalSettings", "ScoringSettings"]
+
+
+class RetrievalSettings(Section):
+    """Defaults for a query."""
+
+    max_items_per_query: int = Field(default=10, ge=1, le=50)
+    # Relevance is on the match's scale (scoring.py): with no shared word an item needs cosine
+    # ~0.4 to reach 0.15, a paraphrase; items sharing the query's words need less.
+    min_relevance_score: float = Field(default=0.15, ge=0.0, le=1.0, allow_inf_nan=False)
+    # The gate before scoring. With the seed's weights a fresh, unrated item scores 0.5 on
+    # recency, usefulness and type alone, above any sensible min_score, so an unrelated item
+    # would always be returned; candidates must first be at least this similar to the query.
+    # MiniLM puts unrelated English sentences at ~0.0-0.15 and paraphrases at 0.5+.
+    min_similarity: float = Field(default=0.2, ge=-1.0, le=1.0, allow_inf_nan=False)
+    context_types: tuple[ContextType, ...] = (
+        ContextType.SKILL,
+        ContextType.ERROR,
+        ContextType.ITERATION,
+    )
+    max_context_tokens: int = Field(default=4000, ge=1)
+    # When no live candidate is at least this similar (cosine) to the query, archived items
+    # are searched too: an old item that is the strong match stays findable after the
+    # lifecycle moved it out of the hot table. 1.0: always; below the gate: never.
+    archive_search_below: float = Field(default=0.5, ge=-1.0, le=1.0, allow_inf_nan=False)
+
+
+class ScoringSettings(Section):
+    """How relevance combines match, recency, feedback and type (see ``scoring.py``).
+
+    relevance = match · recency · feedback · type, where only ``match`` can reach 0: the
+    loop's own signals scale a match (within a band: at most ``1 - recency_floor`` for age,
+    ``usefulness_boost`` either way for feedback, ``type_penalty`` for an unrequested type)
+    and never lift an unrelated item above a related one. Defaults are fitted by
+    ``benchmarks/retrieval/fit.py`` on LoCoMo and the loop scenarios.
+    """
+
+    # Share of an item's own match taken by full-text (BM25) match; the rest is cosine.
+    lexical_share: float = Field(default=0.60, ge=0.0, le=1.0, allow_inf_nan=False)
+    # How much an adjacent item's match (same source and iteration, stored next to it)
+    # counts towards this item's: an answer is often the turn after the question.
+    neighbour_share: float = Field(default=0.70, ge=0.0, le=1.0, allow_inf_nan=False)
+    # Recency decays from 1 towards this floor, at recency_decay per iteration of age
+    # (skills do not age: they are meant to outlive the iterations that taught them).
+    recency_floor: float = Field(default=0.75, ge=0.0, le=1.0, allow_inf_nan=False)
+    recency_decay: float = Field(default=0.05, ge=0.0, le=10.0, allow_inf_nan=False)
+    # Feedback multiplies by 1 + usefulness_boost·(2·usefulness - 1): 0.5 (unrated) is 1.
+    usefulness_boost: float = Field(default=0.50, ge=0.0, le=1.0, allow_inf_nan=False)
+    # Items of a type that was not asked for are multiplied by 1 - type_penalty.
+    type_penalty: float = Field(default=0.20, ge=0.0, le=1.0, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_additive_weights(cls, data: object) -> object:
+        if isinstance(data, dict):
+            old = sorted(set(data) & _ADDITIVE_WEIGHTS)
+            if old:
+                raise ValueError(
+                    f"{', '.join(old)}: the additive weights are gone "
+                    "(relevance = match · recency · feedback · type); use lexical_share, "
+                    "neighbour_share, recency_floor, recency_decay, usefulness_boost and "
+                    "type_penalty (README: Relevance)"
+                )
+        return data
+
+
+_ADDITIVE_WEIGHTS = frozenset(
+    {"semantic_weight", "recency_weight", "usefulness_weight", "type_match_weight"}
+)

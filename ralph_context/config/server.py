@@ -1,0 +1,44 @@
+"""``server:``: how the MCP server is reached, who may call it, and how much it takes on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from ralph_context.config.section import Section
+
+__all__ = ["ServerSettings"]
+
+
+class ServerSettings(Section):
+    """How the MCP server is reached."""
+
+    transport: Literal["stdio", "sse", "http"] = "stdio"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=1, le=65535)
+    auto_start: bool = True
+    # Bearer tokens for HTTP (see ralph_context.server.tokens), relative to the project
+    # root; RALPH_CONTEXT_TOKEN adds one. No file and no variable: no authentication, and
+    # a bind beyond loopback is refused. `ralph-context token new` writes here.
+    token_file: Path = Path(".agent/server.tokens")
+    # Host and Origin headers accepted beyond loopback and this machine's own names
+    # ("name:*" allows any port): DNS-rebinding protection stays on for every bind.
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    # Open MCP sessions at most, and how long an idle one is kept.
+    max_sessions: int = Field(default=200, ge=1)
+    session_idle_minutes: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    # Requests per second per client session, with bursts; 0: no limit. (One client
+    # storing items one by one makes ~50 calls/s here.)
+    rate_limit_per_second: float = Field(default=100.0, ge=0, allow_inf_nan=False)
+    rate_limit_burst: int = Field(default=200, ge=1)
+    # Calls answered at once; past this, 429 at once rather than a queue of seconds
+    # (two cores answer ~50 searches a second).
+    max_in_flight: int = Field(default=24, ge=1)
+    # A call slower than this lowers how many are answered at once (down to 2; it grows
+    # back while calls are fast), so a crowd is told 429 instead of all waiting; 0: fixed.
+    target_latency_ms: float = Field(default=300.0, ge=0, le=60_000, allow_inf_nan=False)
+    # Namespaces one server opens at most (each keeps its tables and caches in memory).
+    max_namespaces: int = Field(default=32, ge=1)

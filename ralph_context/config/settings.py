@@ -1,0 +1,188 @@
+"""``Settings``: every section together, loaded from the file, the preset and the
+environment (``RALPH_CONTEXT_*``), with the paths they resolve to."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import PrivateAttr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from ralph_context import namespaces
+from ralph_context.config.embeddings import EmbeddingsSettings
+from ralph_context.config.inference import InferenceSettings
+from ralph_context.config.lifecycle import LifecycleSettings
+from ralph_context.config.loading import (
+    DEPRECATED_PROMPT_KEY,
+    config_key,
+    deep_merge,
+    describe,
+    find_config,
+    read_block,
+    refuse_prompt_data,
+)
+from ralph_context.config.packs import PacksSettings
+from ralph_context.config.presets import PRESETS, Preset
+from ralph_context.config.prompts import PromptSpec
+from ralph_context.config.retrieval import RetrievalSettings, ScoringSettings
+from ralph_context.config.section import definition_error, xdg
+from ralph_context.config.server import ServerSettings
+from ralph_context.config.skillbook import SkillbookSettings
+from ralph_context.config.storage import StorageSettings
+from ralph_context.errors import ConfigError
+
+__all__ = ["Settings"]
+
+
+class Settings(BaseSettings):
+    """Everything the engine, server and hook read from configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RALPH_CONTEXT_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    enabled: bool = True
+    preset: Preset = "standard"
+    server: ServerSettings = ServerSettings()
+    storage: StorageSettings = StorageSettings()
+    embeddings: EmbeddingsSettings = EmbeddingsSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
+    lifecycle: LifecycleSettings = LifecycleSettings()
+    skillbook: SkillbookSettings = SkillbookSettings()
+    scoring: ScoringSettings = ScoringSettings()
+    packs: PacksSettings = PacksSettings()
+    inference: InferenceSettings = InferenceSettings()
+    prompts: tuple[PromptSpec, ...] = ()
+
+    _root: Path = PrivateAttr(default_factory=Path.cwd)
+    _source: Path | None = PrivateAttr(default=None)
+
+    _sections: ClassVar[tuple[str, ...]] = (
+        "server",
+        "storage",
+        "embeddings",
+        "retrieval",
+        "lifecycle",
+        "skillbook",
+        "scoring",
+        "packs",
+        "inference",
+    )
+
+    @field_validator("prompts")
+    @classmethod
+    def _unique_prompt_names(cls, prompts: tuple[PromptSpec, ...]) -> tuple[PromptSpec, ...]:
+        first: dict[str, int] = {}
+        for index, prompt in enumerate(prompts):
+            if prompt.name in first:
+                raise definition_error(
+                    f"prompt name {prompt.name!r} is used by items {first[prompt.name]} and "
+                    f"{index}; names must be unique"
+                )
+            first[prompt.name] = index
+        return prompts
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The file arrives as init kwargs; the environment must beat it.
+        return (env_settings, init_settings)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Settings:
+        """Read settings from a file (or the default lookup), the preset and the environment.
+
+        Args:
+            path: Explicit config file. ``None`` means ``$RALPH_CONTEXT_CONFIG``, then
+                ``./ralph.yaml`` / ``./ralph.yml``, then defaults and env only.
+
+        Raises:
+            ConfigError: The file is missing, unreadable or not YAML, a value is invalid, or
+                the block still uses the deprecated ``prompt_data`` key.
+        """
+        source = find_config(path)
+        block = read_block(source) if source is not None else {}
+        if DEPRECATED_PROMPT_KEY in block:
+            # Checked before validation, so this message wins over "unknown key".
+            refuse_prompt_data(source)
+        preset = os.environ.get("RALPH_CONTEXT_PRESET", block.get("preset", "standard"))
+        if preset not in PRESETS:
+            raise ConfigError(
+                f"{config_key('preset')} = {preset!r} is not a preset; "
+                f"allowed: {', '.join(repr(p) for p in PRESETS)}"
+            )
+        merged = deep_merge(PRESETS[preset], block)
+        try:
+            settings = cls(**merged)
+        except ValidationError as exc:
+            raise ConfigError(describe(exc, source, Settings)) from None
+        if source is not None:
+            settings._root = source.parent.resolve()
+            settings._source = source
+        return settings
+
+    @property
+    def source(self) -> Path | None:
+        """The file these settings came from, if any."""
+        return self._source
+
+    @property
+    def is_ephemeral(self) -> bool:
+        """True when the store lives only as long as the process (memory or session)."""
+        return self.storage.backend == "memory" or self.storage.persistence == "session"
+
+    def store_root(self) -> Path:
+        """Where the persistent store lives (every namespace; its writer lock).
+
+        Relative paths resolve against the project root (the config file's folder, else the
+        working directory), or, with ``persistence: global``, against the user's data folder.
+        """
+        path = self.storage.path.expanduser()
+        if path.is_absolute():
+            return path
+        if self.storage.persistence == "global":
+            return xdg("XDG_DATA_HOME", ".local/share") / "ralph-context" / path
+        return self._root / path
+
+    def store_path(self) -> Path:
+        """Where this namespace's tables live: the store itself for ``default``."""
+        return namespaces.directory(self.store_root(), self.storage.namespace)
+
+    def token_path(self) -> Path:
+        """The HTTP server's token file, resolved against the project root."""
+        path = self.server.token_file.expanduser()
+        return path if path.is_absolute() else self._root / path
+
+    def skillbook_path(self) -> Path:
+        """The ACE skillbook file, resolved against the project root; a namespace other
+        than ``default`` keeps its own inside its folder (a skillbook is one project's)."""
+        path = self.skillbook.path.expanduser()
+        if self.storage.namespace != namespaces.DEFAULT and not path.is_absolute():
+            return self.store_path() / path.name
+        return path if path.is_absolute() else self._root / path
+
+    def with_overrides(self, **sections: Mapping[str, object]) -> Settings:
+        """A copy with some section keys replaced, validated like a file would be.
+
+        Raises:
+            ConfigError: An override is invalid.
+        """
+        data = self.model_dump()
+        try:
+            copy = type(self).model_validate(deep_merge(data, sections))
+        except ValidationError as exc:
+            raise ConfigError(describe(exc, None, Settings)) from None
+        copy._root, copy._source = self._root, self._source
+        return copy
