@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
@@ -130,30 +130,27 @@ def _placeholder(param: Any) -> None:
     param.metavar = (longest or param.name or "value").lstrip("-").replace("-", "_").upper()
 
 
-class _Command(TyperCommand):
+class _Readable:
+    """Placeholders named for every parameter of a command or group, ``--help`` bare."""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for param in self.params:
+        for param in cast(Any, self).params:
             _placeholder(param)
 
     def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
+        option = cast(Any, super()).get_help_option(ctx)
         if option is not None:
             option.metavar = ""
         return option
 
 
-class _Group(TyperGroup):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for param in self.params:
-            _placeholder(param)
+class _Command(_Readable, TyperCommand):
+    pass
 
-    def get_help_option(self, ctx: Any) -> Any:
-        option = super().get_help_option(ctx)
-        if option is not None:
-            option.metavar = ""
-        return option
+
+class _Group(_Readable, TyperGroup):
+    pass
 
 
 class App(typer.Typer):

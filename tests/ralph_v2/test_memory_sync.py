@@ -6,6 +6,7 @@ says about its tasks."""
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -16,6 +17,7 @@ from ralph_context.ralph_v2.client import _Engine
 from ralph_context.ralph_v2.hook import MEMORY_TAG, Report, handle
 from ralph_context.ralph_v2.payload import read_payload
 from tests.helpers import Loader, SettingsFactory
+from tests.ralph_v2.test_hook_loop import payload
 
 
 @pytest.fixture
@@ -35,20 +37,18 @@ def _write(workspace: Path, *memories: str) -> None:
     )
 
 
-def _start(workspace: Path, current: int) -> bytes:
-    return json.dumps(
-        {
-            "schema_version": 1,
-            "phase": "post",
-            "event": "iteration.start",
-            "phase_event": "post.iteration.start",
-            "timestamp": "2026-11-25T08:00:00Z",
-            "loop": {"id": "primary-1", "is_primary": True, "workspace": str(workspace)},
-            "iteration": {"current": current, "max": 10},
-            "context": {},
-            "metadata": {"accumulated": {}},
-        }
-    ).encode()
+def _start(workspace: Path, current: int) -> str:
+    return payload(workspace, "post.iteration.start", current)
+
+
+def _caller(workspace: Path, memory: _Engine) -> Callable[[int], Awaitable[Report]]:
+    """The hook's post.iteration.start for iteration N, on ``memory``."""
+
+    async def call(current: int) -> Report:
+        with anyio.fail_after(60):
+            return await handle(read_payload(_start(workspace, current)), memory, max_items=5)
+
+    return call
 
 
 async def _synced(engine: Engine) -> list[str]:
@@ -66,11 +66,7 @@ async def test_duplicate_ids_edits_and_a_missing_file(
     _write(workspace, _memory(twice, "Postgres runs on port 5433"), _memory(twice, "DB is x"))
     settings = make_settings(lifecycle={"auto_run": False})
     async with Engine(settings, model_loader=shared_model) as engine:
-        memory = _Engine(engine, writable=True)
-
-        async def call(current: int) -> Report:
-            with anyio.fail_after(60):
-                return await handle(read_payload(_start(workspace, current)), memory, max_items=5)
+        call = _caller(workspace, _Engine(engine, writable=True))
 
         first = await call(1)
         assert first.synced == 2 and first.forgotten == 0
@@ -111,11 +107,7 @@ async def test_an_iterations_record_says_which_tasks_were_added_closed_or_failed
     tasks.write_text(_task("task-1-aaaa", "Parse the CSV header", "open") + "\n")
     settings = make_settings(lifecycle={"auto_run": False})
     async with Engine(settings, model_loader=shared_model) as engine:
-        memory = _Engine(engine, writable=True)
-
-        async def call(current: int) -> Report:
-            with anyio.fail_after(60):
-                return await handle(read_payload(_start(workspace, current)), memory, max_items=5)
+        call = _caller(workspace, _Engine(engine, writable=True))
 
         await call(1)
         tasks.write_text(
