@@ -16,7 +16,6 @@ write whose call has returned.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -25,6 +24,27 @@ import anyio
 import pyarrow as pa
 import structlog
 
+from ralph_context.actors.storage_requests import (
+    AddItems,
+    AddIteration,
+    AddKeyed,
+    Adjacent,
+    AdjustUsefulness,
+    ArchiveItems,
+    DeleteItems,
+    FlushUsage,
+    InPacks,
+    Maintain,
+    Prune,
+    PutRequestKey,
+    RepairVectorIndex,
+    SetState,
+    SetVectors,
+    StorageRequest,
+    SummarizeItems,
+    TextHit,
+    VectorHit,
+)
 from ralph_context.config import StorageSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import (
@@ -61,9 +81,6 @@ __all__ = [
 log = structlog.get_logger("ralph_context.storage")
 
 T = TypeVar("T")
-VectorHit = tuple[ContextItem, float, Vectors]
-TextHit = tuple[ContextItem, float, Vectors | None]
-Adjacent = tuple[ContextItem, Vectors | None]
 
 # Usage counters are served from memory; writing them costs one small upsert, so batch it,
 # but not for long: a killed process loses what was not flushed.
@@ -87,110 +104,6 @@ _UNINDEXED_ROWS = 1_000
 # for its column: pyarrow raises OverflowError), not for a lost resource: the request is
 # refused and the actor keeps serving. Five such numbers once took the actor down for good.
 _REQUEST_ERRORS = (ValueError, TypeError, UnicodeError, ArithmeticError, pa.ArrowException)
-
-
-@dataclass(frozen=True)
-class AddItems:
-    pairs: tuple[tuple[ContextItem, Vectors | None], ...]
-
-
-@dataclass(frozen=True)
-class AddKeyed:
-    """One item under an idempotency key (never merged with other writes)."""
-
-    item: ContextItem
-    vector: Vectors | None
-    key: str
-
-
-@dataclass(frozen=True)
-class PutRequestKey:
-    key: str
-    target: str
-
-
-@dataclass(frozen=True)
-class FlushUsage:
-    """Write the usage counters changed in memory to ``item_usage``."""
-
-
-@dataclass(frozen=True)
-class AdjustUsefulness:
-    item_id: str
-    delta: float
-
-
-@dataclass(frozen=True)
-class DeleteItems:
-    ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class AddIteration:
-    result: IterationResult
-
-
-@dataclass(frozen=True)
-class Maintain:
-    reclaim: bool = False
-
-
-@dataclass(frozen=True)
-class SetState:
-    ids: tuple[str, ...]
-    state: ContextState
-
-
-@dataclass(frozen=True)
-class SummarizeItems:
-    summaries: dict[str, str]
-
-
-@dataclass(frozen=True)
-class ArchiveItems:
-    ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Prune:
-    hot: tuple[str, ...]
-    archived: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class SetVectors:
-    vectors: dict[str, Vectors]
-
-
-@dataclass(frozen=True)
-class RepairVectorIndex:
-    """Retrain the vector index after a vector search failed on it (damaged files)."""
-
-
-@dataclass(frozen=True)
-class InPacks:
-    """Run a tool pack's blocking function on its tables (see ``storage/pack_space.py``)."""
-
-    function: Callable[[PackSpace], object]
-
-
-StorageRequest = (
-    AddItems
-    | AddKeyed
-    | PutRequestKey
-    | FlushUsage
-    | AdjustUsefulness
-    | DeleteItems
-    | AddIteration
-    | Maintain
-    | SetState
-    | SummarizeItems
-    | ArchiveItems
-    | Prune
-    | RepairVectorIndex
-    | SetVectors
-    | InPacks
-)
 
 
 class StorageActor(Actor[StorageRequest, object]):
