@@ -11,6 +11,10 @@ version while a write or a compaction is under way, so the read helpers run at o
 worker threads (at most ``_READERS`` together). A search therefore never waits for a
 lifecycle pass, an archive of thousands of items or an index rebuild; a read sees every
 write whose call has returned.
+
+This module opens the store and serves the inbox; the requests are in ``storage_requests``,
+the helpers callers use in ``storage_writes`` (through the inbox) and ``storage_reads`` (at
+once).
 """
 
 from __future__ import annotations
@@ -46,11 +50,10 @@ from ralph_context.actors.storage_requests import (
     TextHit,
     VectorHit,
 )
+from ralph_context.actors.storage_writes import StorageWrites
 from ralph_context.config import StorageSettings
-from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ModelMismatch, RalphContextError, StoreError, StoreLocked
-from ralph_context.models import ContextItem, ContextState, IterationResult
-from ralph_context.runtime import ActorState, Envelope, Foreground, PermanentFailure
+from ralph_context.runtime import Envelope, Foreground, PermanentFailure
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
 
@@ -74,11 +77,6 @@ log = structlog.get_logger("ralph_context.storage")
 
 T = TypeVar("T")
 
-# Usage counters are served from memory; writing them costs one small upsert, so batch it,
-# but not for long: a killed process loses what was not flushed.
-_USAGE_FLUSH_AT = 256
-_USAGE_FLUSH_EVERY = 30.0  # seconds
-
 # Reads served at once (each in a worker thread); more wait for a free one. LanceDB runs each
 # query on its own thread pool, so a few in flight already keep both cores busy.
 _READERS = 8
@@ -95,7 +93,7 @@ _UNINDEXED_ROWS = 1_000
 _REQUEST_ERRORS = (ValueError, TypeError, UnicodeError, ArithmeticError, pa.ArrowException)
 
 
-class StorageActor(StorageReads):
+class StorageActor(StorageReads, StorageWrites):
     """Serves the store: write helpers wrap :meth:`call` (one at a time, in order), read
     helpers run at once beside them (see the module's docstring).
 
@@ -163,6 +161,10 @@ class StorageActor(StorageReads):
         """True while nothing was ever archived (or the store is not open): retrieval then
         skips the archive without a call. A plain read of a flag only this actor sets."""
         return self._store is None or self._store.archive.empty
+
+    def request_target(self, key: str) -> str | None:
+        """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
+        return self.store.requests.get(key) if self._store is not None else None
 
     @property
     def store(self) -> LanceStore:
@@ -291,85 +293,6 @@ class StorageActor(StorageReads):
             envelope.resolve(stored[start : start + count])
             start += count
         return True
-
-    # --- writes: through the inbox, one at a time ------------------------------------------
-
-    async def add_items(
-        self, pairs: Sequence[tuple[ContextItem, Vectors | None]]
-    ) -> list[ContextItem]:
-        """Store items; returns them as stored (with their place in the store's order).
-        A bulk write gets the deadline once per 1,000 items (a loaded box writes 10k items
-        in well over 30 s)."""
-        deadline = self.timeout * max(1.0, len(pairs) / 1000)
-        reply = await self.call(AddItems(tuple(pairs)), timeout=deadline)
-        return cast(list[ContextItem], reply)
-
-    def record_access(self, ids: Sequence[str]) -> bool:
-        """Count a retrieval of ``ids`` without waiting: the counters are in memory (a dict
-        update, here on the event loop), so any later read sees them; writing them to the
-        table is queued once enough are pending or they are old. False when the store is
-        not serving."""
-        store = self._store
-        if store is None or self.health.state is not ActorState.RUNNING:
-            return False
-        store.record_access(ids, datetime.now(UTC))
-        if self.read_only:
-            return True  # counted for this process's reads; never written
-        pending = store.usage.pending
-        stale = anyio.current_time() - self._flushed_at > _USAGE_FLUSH_EVERY
-        if pending >= _USAGE_FLUSH_AT or (pending and stale):
-            # The next flush resets the clock; until then, do not queue one per retrieval.
-            self._flushed_at = anyio.current_time()
-            self.tell(FlushUsage())
-        return True
-
-    async def adjust_usefulness(self, item_id: str, delta: float) -> float:
-        reply = await self.call(AdjustUsefulness(item_id, delta), timeout=self.timeout)
-        return cast(float, reply)
-
-    async def add_keyed(
-        self, item: ContextItem, vector: Vectors | None, key: str
-    ) -> tuple[ContextItem, bool]:
-        """Store ``item`` unless idempotency ``key`` was used before (see ``requests``):
-        the stored item, and whether it was written by this call."""
-        reply = await self.call(AddKeyed(item, vector, key), timeout=self.timeout)
-        return cast(tuple[ContextItem, bool], reply)
-
-    def request_target(self, key: str) -> str | None:
-        """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
-        return self.store.requests.get(key) if self._store is not None else None
-
-    async def put_request_key(self, key: str, target: str) -> None:
-        await self.call(PutRequestKey(key, target), timeout=self.timeout)
-
-    async def delete_items(self, ids: Sequence[str]) -> int:
-        return cast(int, await self.call(DeleteItems(tuple(ids)), timeout=self.timeout))
-
-    async def add_iteration(self, result: IterationResult) -> None:
-        await self.call(AddIteration(result), timeout=self.timeout)
-
-    async def maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
-        reply = await self.call(Maintain(reclaim), timeout=self.timeout * 10)
-        return cast(MaintenanceReport, reply)
-
-    async def set_state(self, ids: Sequence[str], state: ContextState) -> None:
-        await self.call(SetState(tuple(ids), state), timeout=self.timeout)
-
-    async def summarize_items(self, summaries: dict[str, str]) -> int:
-        return cast(int, await self.call(SummarizeItems(summaries), timeout=self.timeout))
-
-    async def archive_items(self, ids: Sequence[str]) -> int:
-        return cast(int, await self.call(ArchiveItems(tuple(ids)), timeout=self.timeout))
-
-    async def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
-        reply = await self.call(Prune(tuple(hot), tuple(archived)), timeout=self.timeout)
-        return cast(int, reply)
-
-    async def set_vectors(self, vectors: dict[str, Vectors]) -> int:
-        return cast(int, await self.call(SetVectors(vectors), timeout=self.timeout))
-
-    async def in_packs(self, function: Callable[[PackSpace], T]) -> T:
-        return cast(T, await self.call(InPacks(function), timeout=self.timeout))
 
     # --- internals -------------------------------------------------------------------------
 
