@@ -11,12 +11,15 @@ version while a write or a compaction is under way, so the read helpers run at o
 worker threads (at most ``_READERS`` together). A search therefore never waits for a
 lifecycle pass, an archive of thousands of items or an index rebuild; a read sees every
 write whose call has returned.
+
+This module opens the store and serves the inbox; the requests are in ``storage_requests``,
+the helpers callers use in ``storage_writes`` (through the inbox) and ``storage_reads`` (at
+once).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -25,21 +28,33 @@ import anyio
 import pyarrow as pa
 import structlog
 
-from ralph_context.config import StorageSettings
-from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import (
-    ActorUnavailable,
-    ModelMismatch,
-    RalphContextError,
-    StoreError,
-    StoreLocked,
+from ralph_context.actors.storage_reads import StorageReads
+from ralph_context.actors.storage_requests import (
+    AddItems,
+    AddIteration,
+    AddKeyed,
+    Adjacent,
+    AdjustUsefulness,
+    ArchiveItems,
+    DeleteItems,
+    FlushUsage,
+    InPacks,
+    Maintain,
+    Prune,
+    PutRequestKey,
+    RepairVectorIndex,
+    SetState,
+    SetVectors,
+    StorageRequest,
+    SummarizeItems,
+    TextHit,
+    VectorHit,
 )
-from ralph_context.forgetting import ForgetSelection
-from ralph_context.models import ContextItem, ContextState, IterationResult
-from ralph_context.runtime import Actor, ActorState, Envelope, Foreground, PermanentFailure
-from ralph_context.storage.archive import ArchivedItem
-from ralph_context.storage.filters import ItemFilter
-from ralph_context.storage.lance_store import AgeRow, LanceStore, MaintenanceReport, StoreStats
+from ralph_context.actors.storage_writes import StorageWrites
+from ralph_context.config import StorageSettings
+from ralph_context.errors import ModelMismatch, RalphContextError, StoreError, StoreLocked
+from ralph_context.runtime import Envelope, Foreground, PermanentFailure
+from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
 
 __all__ = [
@@ -61,17 +76,6 @@ __all__ = [
 log = structlog.get_logger("ralph_context.storage")
 
 T = TypeVar("T")
-VectorHit = tuple[ContextItem, float, Vectors]
-TextHit = tuple[ContextItem, float, Vectors | None]
-Adjacent = tuple[ContextItem, Vectors | None]
-
-# Usage counters are served from memory; writing them costs one small upsert, so batch it,
-# but not for long: a killed process loses what was not flushed.
-_USAGE_FLUSH_AT = 256
-_USAGE_FLUSH_EVERY = 30.0  # seconds
-# A damaged vector index is rebuilt at most this often (seconds): a rebuild that keeps failing
-# must not turn every query into a full retraining.
-_REPAIR_EVERY = 60.0
 
 # Reads served at once (each in a worker thread); more wait for a free one. LanceDB runs each
 # query on its own thread pool, so a few in flight already keep both cores busy.
@@ -89,111 +93,7 @@ _UNINDEXED_ROWS = 1_000
 _REQUEST_ERRORS = (ValueError, TypeError, UnicodeError, ArithmeticError, pa.ArrowException)
 
 
-@dataclass(frozen=True)
-class AddItems:
-    pairs: tuple[tuple[ContextItem, Vectors | None], ...]
-
-
-@dataclass(frozen=True)
-class AddKeyed:
-    """One item under an idempotency key (never merged with other writes)."""
-
-    item: ContextItem
-    vector: Vectors | None
-    key: str
-
-
-@dataclass(frozen=True)
-class PutRequestKey:
-    key: str
-    target: str
-
-
-@dataclass(frozen=True)
-class FlushUsage:
-    """Write the usage counters changed in memory to ``item_usage``."""
-
-
-@dataclass(frozen=True)
-class AdjustUsefulness:
-    item_id: str
-    delta: float
-
-
-@dataclass(frozen=True)
-class DeleteItems:
-    ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class AddIteration:
-    result: IterationResult
-
-
-@dataclass(frozen=True)
-class Maintain:
-    reclaim: bool = False
-
-
-@dataclass(frozen=True)
-class SetState:
-    ids: tuple[str, ...]
-    state: ContextState
-
-
-@dataclass(frozen=True)
-class SummarizeItems:
-    summaries: dict[str, str]
-
-
-@dataclass(frozen=True)
-class ArchiveItems:
-    ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Prune:
-    hot: tuple[str, ...]
-    archived: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class SetVectors:
-    vectors: dict[str, Vectors]
-
-
-@dataclass(frozen=True)
-class RepairVectorIndex:
-    """Retrain the vector index after a vector search failed on it (damaged files)."""
-
-
-@dataclass(frozen=True)
-class InPacks:
-    """Run a tool pack's blocking function on its tables (see ``storage/pack_space.py``)."""
-
-    function: Callable[[PackSpace], object]
-
-
-StorageRequest = (
-    AddItems
-    | AddKeyed
-    | PutRequestKey
-    | FlushUsage
-    | AdjustUsefulness
-    | DeleteItems
-    | AddIteration
-    | Maintain
-    | SetState
-    | SummarizeItems
-    | ArchiveItems
-    | Prune
-    | RepairVectorIndex
-    | SetVectors
-    | InPacks
-)
-
-
-class StorageActor(Actor[StorageRequest, object]):
+class StorageActor(StorageReads, StorageWrites):
     """Serves the store: write helpers wrap :meth:`call` (one at a time, in order), read
     helpers run at once beside them (see the module's docstring).
 
@@ -261,6 +161,10 @@ class StorageActor(Actor[StorageRequest, object]):
         """True while nothing was ever archived (or the store is not open): retrieval then
         skips the archive without a call. A plain read of a flag only this actor sets."""
         return self._store is None or self._store.archive.empty
+
+    def request_target(self, key: str) -> str | None:
+        """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
+        return self.store.requests.get(key) if self._store is not None else None
 
     @property
     def store(self) -> LanceStore:
@@ -389,199 +293,6 @@ class StorageActor(Actor[StorageRequest, object]):
             envelope.resolve(stored[start : start + count])
             start += count
         return True
-
-    # --- writes: through the inbox, one at a time ------------------------------------------
-
-    async def add_items(
-        self, pairs: Sequence[tuple[ContextItem, Vectors | None]]
-    ) -> list[ContextItem]:
-        """Store items; returns them as stored (with their place in the store's order).
-        A bulk write gets the deadline once per 1,000 items (a loaded box writes 10k items
-        in well over 30 s)."""
-        deadline = self.timeout * max(1.0, len(pairs) / 1000)
-        reply = await self.call(AddItems(tuple(pairs)), timeout=deadline)
-        return cast(list[ContextItem], reply)
-
-    def record_access(self, ids: Sequence[str]) -> bool:
-        """Count a retrieval of ``ids`` without waiting: the counters are in memory (a dict
-        update, here on the event loop), so any later read sees them; writing them to the
-        table is queued once enough are pending or they are old. False when the store is
-        not serving."""
-        store = self._store
-        if store is None or self.health.state is not ActorState.RUNNING:
-            return False
-        store.record_access(ids, datetime.now(UTC))
-        if self.read_only:
-            return True  # counted for this process's reads; never written
-        pending = store.usage.pending
-        stale = anyio.current_time() - self._flushed_at > _USAGE_FLUSH_EVERY
-        if pending >= _USAGE_FLUSH_AT or (pending and stale):
-            # The next flush resets the clock; until then, do not queue one per retrieval.
-            self._flushed_at = anyio.current_time()
-            self.tell(FlushUsage())
-        return True
-
-    async def adjust_usefulness(self, item_id: str, delta: float) -> float:
-        reply = await self.call(AdjustUsefulness(item_id, delta), timeout=self.timeout)
-        return cast(float, reply)
-
-    async def add_keyed(
-        self, item: ContextItem, vector: Vectors | None, key: str
-    ) -> tuple[ContextItem, bool]:
-        """Store ``item`` unless idempotency ``key`` was used before (see ``requests``):
-        the stored item, and whether it was written by this call."""
-        reply = await self.call(AddKeyed(item, vector, key), timeout=self.timeout)
-        return cast(tuple[ContextItem, bool], reply)
-
-    def request_target(self, key: str) -> str | None:
-        """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
-        return self.store.requests.get(key) if self._store is not None else None
-
-    async def put_request_key(self, key: str, target: str) -> None:
-        await self.call(PutRequestKey(key, target), timeout=self.timeout)
-
-    async def delete_items(self, ids: Sequence[str]) -> int:
-        return cast(int, await self.call(DeleteItems(tuple(ids)), timeout=self.timeout))
-
-    async def add_iteration(self, result: IterationResult) -> None:
-        await self.call(AddIteration(result), timeout=self.timeout)
-
-    async def maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
-        reply = await self.call(Maintain(reclaim), timeout=self.timeout * 10)
-        return cast(MaintenanceReport, reply)
-
-    async def set_state(self, ids: Sequence[str], state: ContextState) -> None:
-        await self.call(SetState(tuple(ids), state), timeout=self.timeout)
-
-    async def summarize_items(self, summaries: dict[str, str]) -> int:
-        return cast(int, await self.call(SummarizeItems(summaries), timeout=self.timeout))
-
-    async def archive_items(self, ids: Sequence[str]) -> int:
-        return cast(int, await self.call(ArchiveItems(tuple(ids)), timeout=self.timeout))
-
-    async def forgettable(self, selection: ForgetSelection) -> tuple[list[str], list[str]]:
-        """Hot and archived ids a forget call selects (see ``forgetting``)."""
-        return await self._read(LanceStore.forgettable, selection)
-
-    async def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
-        reply = await self.call(Prune(tuple(hot), tuple(archived)), timeout=self.timeout)
-        return cast(int, reply)
-
-    async def set_vectors(self, vectors: dict[str, Vectors]) -> int:
-        return cast(int, await self.call(SetVectors(vectors), timeout=self.timeout))
-
-    async def in_packs(self, function: Callable[[PackSpace], T]) -> T:
-        return cast(T, await self.call(InPacks(function), timeout=self.timeout))
-
-    # --- reads: at once, beside the writes -------------------------------------------------
-
-    async def get_items(self, ids: Sequence[str]) -> list[ContextItem]:
-        return await self._read(LanceStore.get_items, list(ids))
-
-    async def all_ids(self) -> list[str]:
-        return await self._read(LanceStore.all_ids)
-
-    async def items_with_vectors(
-        self, ids: Sequence[str]
-    ) -> list[tuple[ContextItem, Vectors | None]]:
-        return await self._read(LanceStore.items_with_vectors, list(ids))
-
-    async def list_items(self, where: ItemFilter, limit: int) -> list[ContextItem]:
-        return await self._read(LanceStore.list_items, where, limit)
-
-    async def vector_search(
-        self, vector: Vectors, limit: int, where: ItemFilter
-    ) -> list[VectorHit]:
-        """Nearest items by cosine, best first, with damage contained: a failing index
-        (corrupt or missing files) answers a ``StoreError``, so retrieval steps down to
-        full-text search instead of failing every query, and a rebuild of the index is
-        queued (at most once a minute)."""
-        try:
-            return await self._read(LanceStore.vector_search, vector, limit, where, contain=False)
-        except RalphContextError:
-            raise
-        except Exception as exc:
-            self.vector_fault = f"{type(exc).__name__}: {exc}"
-            log.error("vector_search_failed", error=self.vector_fault)
-            if anyio.current_time() >= self._repair_after:
-                self._repair_after = anyio.current_time() + _REPAIR_EVERY
-                self.tell(RepairVectorIndex())
-            raise StoreError(f"vector search failed ({self.vector_fault})") from exc
-
-    async def text_search(self, text: str, limit: int, where: ItemFilter) -> list[TextHit]:
-        """Full-text (BM25) hits, best first, with raw scores and vectors."""
-        return await self._read(LanceStore.text_search, text, limit, where)
-
-    async def archive_search(
-        self, vector: Vectors, limit: int, where: ItemFilter
-    ) -> list[VectorHit]:
-        """Archived items nearest to ``vector``, best first, with cosine and vector."""
-        return await self._read(LanceStore.archive_search, vector, limit, where)
-
-    async def neighbours(self, items: Sequence[ContextItem], where: ItemFilter) -> list[Adjacent]:
-        """Items adjacent to ``items`` in the store's order with the same source and
-        iteration, matching ``where``; ``items`` themselves are not repeated."""
-        return await self._read(LanceStore.neighbours, list(items), where)
-
-    async def recent_iterations(self, last_n: int) -> list[IterationResult]:
-        return await self._read(LanceStore.recent_iterations, last_n)
-
-    async def stats(self) -> StoreStats:
-        return await self._read(LanceStore.stats)
-
-    async def latest_iteration(self) -> int:
-        return await self._read(LanceStore.latest_iteration)
-
-    async def iteration(self, number: int) -> IterationResult | None:
-        return await self._read(LanceStore.iteration, number)
-
-    async def age_rows(self, before: int | None = None) -> list[AgeRow]:
-        return await self._read(LanceStore.age_rows, before)
-
-    async def find_archived(self, ids: Sequence[str]) -> list[ArchivedItem]:
-        return await self._read(LanceStore.find_archived, list(ids))
-
-    async def archived_rows(
-        self, before: int | None = None, below: float | None = None
-    ) -> list[ArchivedItem]:
-        return await self._read(LanceStore.archived_rows, before, below)
-
-    async def missing_vectors(self, limit: int) -> list[ContextItem]:
-        return await self._read(LanceStore.missing_vectors, limit)
-
-    async def size_bytes(self) -> int:
-        return await self._read(LanceStore.size_bytes)
-
-    async def _read(self, method: Callable[..., T], *args: Any, contain: bool = True) -> T:
-        """``method(store, *args)`` in a worker thread, now, within ``timeout``.
-
-        The store is the one open at the call (a restart opens a new one; a read in flight
-        finishes on the old). A failure of the data (``contain``) or of the store itself is a
-        ``StoreError`` for this caller: a read changes nothing, so there is nothing for a
-        restart to repair.
-
-        Raises:
-            ActorUnavailable: The actor is not serving, or the read took too long.
-            StoreError: The store could not answer this read.
-        """
-        store = self._store
-        state = self.health.state
-        if store is None or state is not ActorState.RUNNING:
-            raise ActorUnavailable(f"{self.name} is {state.value}")
-        try:
-            with anyio.fail_after(self.timeout):
-                return await anyio.to_thread.run_sync(
-                    method, store, *args, limiter=self._readers, abandon_on_cancel=True
-                )
-        except TimeoutError as exc:
-            raise ActorUnavailable(f"{self.name} did not answer within {self.timeout:g}s") from exc
-        except RalphContextError:
-            raise
-        except Exception as exc:
-            if not contain:
-                raise
-            log.warning("read_failed", read=method.__name__, error=f"{type(exc).__name__}: {exc}")
-            raise StoreError(f"the store could not answer ({type(exc).__name__}: {exc})") from exc
 
     # --- internals -------------------------------------------------------------------------
 

@@ -1,0 +1,120 @@
+"""What the storage actor is asked and what its reads answer: one frozen dataclass per
+request its inbox takes, their union ``StorageRequest``, and the shapes of search hits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ralph_context.embeddings.local import Vectors
+from ralph_context.models import ContextItem, ContextState, IterationResult
+from ralph_context.storage.pack_space import PackSpace
+
+VectorHit = tuple[ContextItem, float, Vectors]
+TextHit = tuple[ContextItem, float, Vectors | None]
+Adjacent = tuple[ContextItem, Vectors | None]
+
+
+@dataclass(frozen=True)
+class AddItems:
+    pairs: tuple[tuple[ContextItem, Vectors | None], ...]
+
+
+@dataclass(frozen=True)
+class AddKeyed:
+    """One item under an idempotency key (never merged with other writes)."""
+
+    item: ContextItem
+    vector: Vectors | None
+    key: str
+
+
+@dataclass(frozen=True)
+class PutRequestKey:
+    key: str
+    target: str
+
+
+@dataclass(frozen=True)
+class FlushUsage:
+    """Write the usage counters changed in memory to ``item_usage``."""
+
+
+@dataclass(frozen=True)
+class AdjustUsefulness:
+    item_id: str
+    delta: float
+
+
+@dataclass(frozen=True)
+class DeleteItems:
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AddIteration:
+    result: IterationResult
+
+
+@dataclass(frozen=True)
+class Maintain:
+    reclaim: bool = False
+
+
+@dataclass(frozen=True)
+class SetState:
+    ids: tuple[str, ...]
+    state: ContextState
+
+
+@dataclass(frozen=True)
+class SummarizeItems:
+    summaries: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ArchiveItems:
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Prune:
+    hot: tuple[str, ...]
+    archived: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SetVectors:
+    vectors: dict[str, Vectors]
+
+
+@dataclass(frozen=True)
+class RepairVectorIndex:
+    """Retrain the vector index after a vector search failed on it (damaged files)."""
+
+
+@dataclass(frozen=True)
+class InPacks:
+    """Run a tool pack's blocking function on its tables (see ``storage/pack_space.py``)."""
+
+    function: Callable[[PackSpace], object]
+
+
+StorageRequest = (
+    AddItems
+    | AddKeyed
+    | PutRequestKey
+    | FlushUsage
+    | AdjustUsefulness
+    | DeleteItems
+    | AddIteration
+    | Maintain
+    | SetState
+    | SummarizeItems
+    | ArchiveItems
+    | Prune
+    | RepairVectorIndex
+    | SetVectors
+    | InPacks
+)

@@ -1,0 +1,125 @@
+"""The storage actor's write helpers: each sends its request through the inbox, where the
+writes are served one at a time and in order, and waits for the answer within a deadline;
+``record_access`` counts in memory without waiting and queues the flush.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TypeVar, cast
+
+import anyio
+
+from ralph_context.actors.storage_requests import (
+    AddItems,
+    AddIteration,
+    AddKeyed,
+    AdjustUsefulness,
+    ArchiveItems,
+    DeleteItems,
+    FlushUsage,
+    InPacks,
+    Maintain,
+    Prune,
+    PutRequestKey,
+    SetState,
+    SetVectors,
+    StorageRequest,
+    SummarizeItems,
+)
+from ralph_context.embeddings.local import Vectors
+from ralph_context.models import ContextItem, ContextState, IterationResult
+from ralph_context.runtime import Actor, ActorState
+from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
+from ralph_context.storage.pack_space import PackSpace
+
+T = TypeVar("T")
+
+# Usage counters are served from memory; writing them costs one small upsert, so batch it,
+# but not for long: a killed process loses what was not flushed.
+_USAGE_FLUSH_AT = 256
+_USAGE_FLUSH_EVERY = 30.0  # seconds
+
+
+class StorageWrites(Actor[StorageRequest, object]):
+    """The write helpers of :class:`~ralph_context.actors.storage.StorageActor` (see the
+    module's docstring); the state they use is declared here and set by its ``__init__``."""
+
+    _store: LanceStore | None
+    timeout: float
+    read_only: bool
+    _flushed_at: float
+
+    async def add_items(
+        self, pairs: Sequence[tuple[ContextItem, Vectors | None]]
+    ) -> list[ContextItem]:
+        """Store items; returns them as stored (with their place in the store's order).
+        A bulk write gets the deadline once per 1,000 items (a loaded box writes 10k items
+        in well over 30 s)."""
+        deadline = self.timeout * max(1.0, len(pairs) / 1000)
+        reply = await self.call(AddItems(tuple(pairs)), timeout=deadline)
+        return cast(list[ContextItem], reply)
+
+    def record_access(self, ids: Sequence[str]) -> bool:
+        """Count a retrieval of ``ids`` without waiting: the counters are in memory (a dict
+        update, here on the event loop), so any later read sees them; writing them to the
+        table is queued once enough are pending or they are old. False when the store is
+        not serving."""
+        store = self._store
+        if store is None or self.health.state is not ActorState.RUNNING:
+            return False
+        store.record_access(ids, datetime.now(UTC))
+        if self.read_only:
+            return True  # counted for this process's reads; never written
+        pending = store.usage.pending
+        stale = anyio.current_time() - self._flushed_at > _USAGE_FLUSH_EVERY
+        if pending >= _USAGE_FLUSH_AT or (pending and stale):
+            # The next flush resets the clock; until then, do not queue one per retrieval.
+            self._flushed_at = anyio.current_time()
+            self.tell(FlushUsage())
+        return True
+
+    async def adjust_usefulness(self, item_id: str, delta: float) -> float:
+        reply = await self.call(AdjustUsefulness(item_id, delta), timeout=self.timeout)
+        return cast(float, reply)
+
+    async def add_keyed(
+        self, item: ContextItem, vector: Vectors | None, key: str
+    ) -> tuple[ContextItem, bool]:
+        """Store ``item`` unless idempotency ``key`` was used before (see ``requests``):
+        the stored item, and whether it was written by this call."""
+        reply = await self.call(AddKeyed(item, vector, key), timeout=self.timeout)
+        return cast(tuple[ContextItem, bool], reply)
+
+    async def put_request_key(self, key: str, target: str) -> None:
+        await self.call(PutRequestKey(key, target), timeout=self.timeout)
+
+    async def delete_items(self, ids: Sequence[str]) -> int:
+        return cast(int, await self.call(DeleteItems(tuple(ids)), timeout=self.timeout))
+
+    async def add_iteration(self, result: IterationResult) -> None:
+        await self.call(AddIteration(result), timeout=self.timeout)
+
+    async def maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
+        reply = await self.call(Maintain(reclaim), timeout=self.timeout * 10)
+        return cast(MaintenanceReport, reply)
+
+    async def set_state(self, ids: Sequence[str], state: ContextState) -> None:
+        await self.call(SetState(tuple(ids), state), timeout=self.timeout)
+
+    async def summarize_items(self, summaries: dict[str, str]) -> int:
+        return cast(int, await self.call(SummarizeItems(summaries), timeout=self.timeout))
+
+    async def archive_items(self, ids: Sequence[str]) -> int:
+        return cast(int, await self.call(ArchiveItems(tuple(ids)), timeout=self.timeout))
+
+    async def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
+        reply = await self.call(Prune(tuple(hot), tuple(archived)), timeout=self.timeout)
+        return cast(int, reply)
+
+    async def set_vectors(self, vectors: dict[str, Vectors]) -> int:
+        return cast(int, await self.call(SetVectors(vectors), timeout=self.timeout))
+
+    async def in_packs(self, function: Callable[[PackSpace], T]) -> T:
+        return cast(T, await self.call(InPacks(function), timeout=self.timeout))

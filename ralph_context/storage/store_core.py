@@ -1,0 +1,259 @@
+"""The LanceDB store's open state, which every other part of ``LanceStore`` builds on.
+
+Opening: the writer lock, the connection, the tables with their schema and scalar indexes
+(created or migrated when missing), the model record (``store.json``) and the indexes
+warmed into the cache. Kept from then on: the running counts (rows with a vector, rows no
+index covers, hot rows by type and state), the index facts, the iteration clock, and the
+helpers that turn a filter into a clause and a row into an item.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import pyarrow as pa
+import pyarrow.compute as pc
+import structlog
+from lancedb.index import FTS, Bitmap, BTree, LabelList
+
+from ralph_context.errors import ModelMismatch, StoreError
+from ralph_context.models import ContextItem
+from ralph_context.storage import json_metadata, threads, writer_lock
+from ralph_context.storage.archive import ArchiveStore
+from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
+from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile
+from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.requests import REQUEST_KEYS, RequestLog, request_keys_schema
+from ralph_context.storage.schema import (
+    ITEMS,
+    ITERATIONS,
+    item_from_row,
+    items_schema,
+    iterations_schema,
+    writable,
+)
+from ralph_context.storage.tally import Tally
+from ralph_context.storage.usage import USAGE, UsageLedger, usage_schema
+from ralph_context.storage.vectors import probes
+
+log = structlog.get_logger("ralph_context.storage")
+TEXT_INDEX = "content_idx"
+
+STORAGE_OPTIONS = {"new_table_data_storage_version": "2.1"}
+# Filters on type/state/tags/id and the text tier; built when missing (new or rewritten table).
+_SCALAR_INDEXES = (
+    ("id", BTree()),
+    ("content_type", Bitmap()),
+    ("state", Bitmap()),
+    ("tags", LabelList()),
+    ("content", FTS()),
+    (threads.SEQUENCE, BTree()),
+)
+
+
+class StoreCore:
+    """The tables, the model record and the state the parts of the store share; the
+    arguments are :class:`~ralph_context.storage.lance_store.LanceStore`'s.
+    """
+
+    def __init__(
+        self,
+        location: Path | None,
+        *,
+        model_id: str | None,
+        dimension: int | None,
+        vector_index_min_rows: int = 5_000,
+        version_retention: timedelta = timedelta(minutes=5),
+        read_only: bool = False,
+        lock_at: Path | None = None,
+    ) -> None:
+        self.location = location
+        self.lock_at = lock_at or location
+        self.read_only = read_only
+        self._closed = read_only  # nothing to release
+        self.vector_index_min_rows = vector_index_min_rows
+        self.version_retention = version_retention
+        if self.lock_at is not None and not read_only:
+            writer_lock.acquire(self.lock_at)
+        try:
+            self._open(model_id, dimension)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, model_id: str | None, dimension: int | None) -> None:
+        location = self.location
+        recorded = StoreRecord.read(location)
+        self.model_id, self.dimension = reconcile(
+            recorded, model_id, dimension, str(location or "memory")
+        )
+        # Rows the vector index was trained on: it is retrained once the table doubles.
+        self._indexed_rows = recorded.vector_index_rows if recorded else 0
+        uri = str(location) if location is not None else f"memory://ralph-context-{id(self)}"
+        # Lance 2.1 reads scattered rows ~4 ms faster per query than the default (2.0) at 100k
+        # items, and a vector search materialises every candidate row.
+        self._db = lancedb.connect(
+            uri, storage_options=STORAGE_OPTIONS, read_consistency_interval=self._consistency()
+        )
+        self._vector_index = False
+        self._index_looked_up = False
+        self._nprobes = 8
+        self.items = self._open_items()
+        # Asked once: the property reads the manifest on every call, and rows must not be
+        # built with the reported type of the JSON column (see ``schema.writable``).
+        self._items_schema = writable(self.items.schema)
+        self._metadata_json = json_metadata.is_json(self.items)
+        self.iterations = self._table(ITERATIONS, iterations_schema())
+        self.usage = UsageLedger(self._table(USAGE, usage_schema()))
+        self.requests = RequestLog(self._table(REQUEST_KEYS, request_keys_schema(), needed=False))
+        self.archive = ArchiveStore(
+            location, self.dimension, options=STORAGE_OPTIONS, consistency=self._consistency()
+        )
+        if not self.read_only:
+            self.archive.migrate_metadata()
+        self.packs = PackSpace(self._db, self.dimension)
+        self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
+        # Hot rows by type and state, kept by this process's writes (none when reading
+        # beside another writer).
+        self._tally = None if self.read_only else Tally(self.items)
+        # Rows added or rewritten (an update moves a row) since the last maintenance: no
+        # index covers them, so every search scans them (8,000 aged rows cost a full-text
+        # query 5 -> 60 ms at 100k); maintenance folds them in.
+        self.unindexed_rows = 0
+        # Rows in the vector index's deltas rather than its base (see index_merge), rows
+        # outside the full-text index, and when old versions were last cleaned up.
+        self._delta_rows = 0
+        self._text_pending = 0
+        self._cleaned_at = -math.inf
+        self._next_sequence = threads.last_place(self.items) + 1
+        self._latest: int | None = None
+        self.prewarm()
+        # Written only now that the table agreed with the model: a refused open changes nothing.
+        if (
+            not self.read_only
+            and self.model_id is not None
+            and (recorded is None or recorded.model_id is None)
+        ):
+            self._write_record()
+
+    def close(self) -> None:
+        """Give up this store's writer lock (see ``writer_lock``); the tables stay readable
+        until the object goes, but another process may write them from now on."""
+        if self.lock_at is not None and not self._closed:
+            self._closed = True
+            writer_lock.release(self.lock_at)
+
+    def _write_record(self) -> None:
+        StoreRecord(self.model_id, self.dimension, self._indexed_rows).write(self.location)
+
+    # --- tables ----------------------------------------------------------------------------
+
+    def _consistency(self) -> timedelta | None:
+        """A reader beside another process's writer checks for its commits on every read
+        (a manifest read); the writer sees its own writes anyway."""
+        return timedelta(0) if self.read_only else None
+
+    def _table(self, name: str, schema: pa.Schema, *, needed: bool = True) -> Any:
+        """Table ``name``, created empty if missing. Reading only, a missing table is
+        refused, or ``None`` if not ``needed`` (one that stores written before it existed
+        lack)."""
+        if name in self._db.list_tables().tables:
+            return self._db.open_table(name)
+        if self.read_only and not needed:
+            return None
+        if self.read_only:
+            raise StoreError(
+                f"no store at {self.location} yet (no {name} table): a read-only open never "
+                "creates one"
+            )
+        return self._db.create_table(name, schema=schema)
+
+    def _open_items(self) -> Any:
+        table = self._table(ITEMS, items_schema(self.dimension))
+        stored = table.schema.field("vector").type
+        if stored.list_size != self.dimension:
+            raise ModelMismatch(
+                f"the store's vectors are {stored.list_size}-d but the model makes "
+                f"{self.dimension}-d ones; {REINDEX_HINT}"
+            )
+        if self.read_only:
+            return table
+        if json_metadata.migrate(table):
+            table = self._db.open_table(ITEMS)
+        threads.ensure_column(table)
+        indexed = {tuple(index.columns) for index in table.list_indices()}
+        for column, config in _SCALAR_INDEXES:
+            if (column,) not in indexed:
+                table.create_index(column, config=config)
+        return table
+
+    def _where(self, where: ItemFilter) -> str | None:
+        """``where`` as a clause on the hot table.
+
+        Raises:
+            StoreError: A metadata filter on a store whose metadata is still text (read
+                beside a writer of an older version, which has not moved it).
+        """
+        if where.metadata and not self._metadata_json:
+            raise StoreError(
+                f"the store at {self.location} keeps metadata as text, which cannot be "
+                "filtered; it is moved to Lance JSON when this version opens it to write"
+            )
+        return where.to_sql()
+
+    def _item(self, row: dict[str, Any]) -> ContextItem:
+        return self.usage.apply(item_from_row(row))
+
+    def has_vector_index(self) -> bool:
+        """True once an IVF index covers the vector column.
+
+        Looked up once per open (0.6 ms a call), then tracked: this store builds the index
+        itself, and only a rewrite (reindex) drops it, which reopens the store.
+        """
+        if not self._vector_index and not self._index_looked_up:
+            self._index_looked_up = True
+            self._vector_index = any(
+                index.columns == ["vector"] for index in self.items.list_indices()
+            )
+            if self._vector_index:
+                self._nprobes = probes(self.items.count_rows())
+        return self._vector_index
+
+    def prewarm(self) -> None:
+        """Load the vector and full-text indexes into LanceDB's cache at open, not on the
+        first queries that touch each part: at 1M items the first 300 queries after an open
+        took p99 190 ms loading index partitions, 43 ms once loaded (the load: 0.4 s,
+        ~0.5 GB). Not after maintenance: every merge or refresh writes index files under a
+        new id, and loading each whole kept the old ones' partitions in the cache too (the
+        1M benchmark process grew to 9.5 GB). A damaged index is left to the query path,
+        which steps down and repairs it."""
+        names = (VECTOR_INDEX, TEXT_INDEX) if self.has_vector_index() else (TEXT_INDEX,)
+        for name in names:
+            try:
+                self.items.prewarm_index(name)
+            except Exception as exc:  # a missing or damaged index: the queries will say
+                log.warning("index_not_prewarmed", index=name, error=f"{type(exc).__name__}")
+
+    def latest_iteration(self) -> int:
+        """The highest iteration number seen in either table (the lifecycle clock): kept
+        by this process's writes, read from the tables when reading beside a writer."""
+        if self.read_only or self._latest is None:
+            self._latest = self._scan_latest()
+        return self._latest
+
+    def _saw_iteration(self, iteration: int) -> None:
+        if self._latest is not None:
+            self._latest = max(self._latest, iteration)
+
+    def _scan_latest(self) -> int:
+        latest = 0
+        for table, column in ((self.iterations, "iteration"), (self.items, "created_iteration")):
+            if table.count_rows():
+                values = table.search().select([column]).limit(None).to_arrow().column(column)
+                latest = max(latest, int(pc.max(values).as_py() or 0))
+        return latest

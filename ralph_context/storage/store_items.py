@@ -1,0 +1,187 @@
+"""The LanceDB store's item reads and writes: add (keyed or not), get, list, search
+(vector, full-text, neighbours in the store's order), usage counters and deletes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ralph_context.embeddings.local import Vectors
+from ralph_context.errors import ItemNotFound
+from ralph_context.models import ContextItem
+from ralph_context.storage import reads, threads
+from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.schema import item_to_row
+from ralph_context.storage.store_core import StoreCore
+from ralph_context.storage.vectors import vector_list, vector_matrix
+
+
+class StoreItems(StoreCore):
+    """Items in and out of the hot table (see the module's docstring)."""
+
+    def add_items(self, pairs: Sequence[tuple[ContextItem, Vectors | None]]) -> list[ContextItem]:
+        """Append items in one write (one table version), each given the next place in the
+        store's order unless it has one (a bulk load may set them); returns them as stored.
+        A failed write leaves a gap in the order, never a reused place."""
+        stored: list[ContextItem] = []
+        rows = []
+        for item, vector in pairs:
+            placed = item
+            if item.sequence is None:
+                placed = item.model_copy(update={"sequence": self._next_sequence})
+            assert placed.sequence is not None
+            self._next_sequence = max(self._next_sequence, placed.sequence) + 1
+            stored.append(placed)
+            rows.append(item_to_row(placed, vector))
+        if rows:
+            batch = pa.Table.from_pylist(rows, schema=self._items_schema)
+            self.items.add(batch)
+            self.usage.register(stored)
+            self._vector_rows += sum(vector is not None for _, vector in pairs)
+            if self._tally is not None:
+                self._tally.add(batch)
+            self._saw_iteration(max(item.created_iteration for item in stored))
+            self.unindexed_rows += len(rows)
+        return stored
+
+    def get_items(self, ids: Sequence[str]) -> list[ContextItem]:
+        """Items by id, in the order given; unknown ids are skipped."""
+        if not ids:
+            return []
+        where = ItemFilter(ids=tuple(ids)).to_sql()
+        rows = reads.rows_where(self.items, where, len(ids)).to_pylist()
+        by_id = {row["id"]: self._item(row) for row in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def list_items(self, where: ItemFilter, limit: int) -> list[ContextItem]:
+        """Items matching a filter, unordered, at most ``limit``."""
+        rows = reads.rows_where(self.items, self._where(where), limit).to_pylist()
+        return [self._item(r) for r in rows]
+
+    def vector_search(
+        self, query: Vectors, limit: int, where: ItemFilter
+    ) -> list[tuple[ContextItem, float, Vectors]]:
+        """Nearest items by cosine similarity, best first, with their vectors."""
+        # No refine_factor: candidates are re-ranked below by exact cosine anyway. Rows
+        # without a vector never reach the vector search, so no IS NOT NULL filter (it costs
+        # ~2 ms a query); the null check below is only a guard.
+        table = reads.vector_rows(
+            self.items,
+            query,
+            limit,
+            where=self._where(where),
+            nprobes=self._nprobes if self.has_vector_index() else None,
+        )
+        vectors_column = table.column("vector")
+        if table.num_rows == 0 or vectors_column.null_count:
+            table = table.filter(pc.is_valid(vectors_column))
+            if table.num_rows == 0:
+                return []
+        vectors = vector_matrix(table.column("vector"), self.dimension)
+        similarity = vectors @ query.astype(np.float32)
+        rows = table.drop_columns(["vector", "_distance"]).to_pylist()
+        order = np.argsort(-similarity, kind="stable")
+        return [(self._item(rows[i]), float(similarity[i]), vectors[i]) for i in order.tolist()]
+
+    def neighbours(
+        self, items: Sequence[ContextItem], where: ItemFilter
+    ) -> list[tuple[ContextItem, Vectors | None]]:
+        """The items stored right before and after each of ``items`` with the same source
+        and iteration (and matching ``where``), not counting ``items`` themselves."""
+        narrowed, places = threads.neighbour_filter(items, where)
+        if not places:
+            return []
+        table = reads.rows_where(self.items, self._where(narrowed), places)
+        vectors = vector_list(table.column("vector"), self.dimension)
+        found = [
+            (self._item(row), vector)
+            for row, vector in zip(table.drop_columns(["vector"]).to_pylist(), vectors, strict=True)
+        ]
+        return [(i, v) for i, v in found if threads.same_thread(i, items)]
+
+    def text_search(
+        self, text: str, limit: int, where: ItemFilter
+    ) -> list[tuple[ContextItem, float, Vectors | None]]:
+        """Full-text (BM25) matches, best first, with their raw scores and vectors (``None``
+        for items stored while no model was loaded)."""
+        table = reads.text_rows(self.items, text, "content", limit, where=self._where(where))
+        vectors = vector_list(table.column("vector"), self.dimension)
+        rows = table.drop_columns(["vector"]).to_pylist()
+        return [
+            (self._item(row), float(row["_score"]), vector)
+            for row, vector in zip(rows, vectors, strict=True)
+        ]
+
+    def record_access(self, ids: Iterable[str], when: datetime) -> None:
+        """Count a retrieval of each id (in memory; written by :meth:`flush_usage`)."""
+        self.usage.record_access(ids, when)
+
+    def adjust_usefulness(self, item_id: str, delta: float) -> float:
+        """Move an item's usefulness by ``delta`` (clamped to [0, 1]) and write it now:
+        feedback is rare and precious, unlike access counts. Returns the new score.
+
+        Raises:
+            ItemNotFound: No item has that id.
+        """
+        if not self.get_items([item_id]):
+            raise ItemNotFound(f"no context item with id {item_id!r}")
+        score = min(1.0, max(0.0, self.usage.get(item_id).usefulness_score + delta))
+        self.usage.set_usefulness(item_id, score)
+        self.usage.flush()
+        return score
+
+    def set_usefulness(self, item_id: str, score: float) -> None:
+        """Set an item's usefulness (in memory; written by :meth:`flush_usage`)."""
+        self.usage.set_usefulness(item_id, score)
+
+    def flush_usage(self) -> int:
+        """Write pending usage changes to ``item_usage``; returns rows written."""
+        return self.usage.flush()
+
+    def delete_items(self, ids: Iterable[str]) -> int:
+        """Delete by id; returns how many existed."""
+        targets = tuple(ids)
+        if not targets:
+            return 0
+        where = ItemFilter(ids=targets).to_sql()
+        doomed = self.items.search().where(where).select(["content_type", "state"]).limit(None)
+        doomed_rows = doomed.to_arrow()
+        before = doomed_rows.num_rows
+        # Counted on the doomed rows only: a recount of the table read every vector's
+        # validity, a full scan per slice of a mass archive.
+        with_vectors = self.items.count_rows(f"({where}) AND vector IS NOT NULL")
+        self.items.delete(where)
+        self.usage.forget(targets)
+        self._vector_rows = max(0, self._vector_rows - int(with_vectors))
+        if self._tally is not None:
+            self._tally.remove(doomed_rows)
+        return int(before)
+
+    def add_keyed(
+        self, item: ContextItem, vector: Vectors | None, key: str
+    ) -> tuple[ContextItem, bool]:
+        """Store ``item`` unless a write with idempotency ``key`` came first; returns the
+        stored item and whether it was written now (see ``requests``)."""
+        known = self.requests.get(key)
+        if known is not None:
+            first = self.get_items([known]) or [
+                entry.item for entry in self.archive.get([known], "archived")
+            ]
+            if first:
+                return first[0], False
+            # The first call's writer died between the key and the item: finish it.
+            item = item.model_copy(update={"id": known})
+        else:
+            self.requests.put(key, item.id)
+        (stored,) = self.add_items([(item, vector)])
+        return stored, True
+
+    def all_ids(self) -> list[str]:
+        """Every item id (for re-embedding and audits)."""
+        ids = self.items.search().select(["id"]).limit(None).to_arrow().column("id")
+        return [str(v) for v in ids.to_pylist()]

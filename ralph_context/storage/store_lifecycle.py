@@ -1,0 +1,201 @@
+"""What the lifecycle does to stored items: their ages, state moves, summaries (the
+originals kept in the archive), archiving, archive reads, forgetting and pruning, and vector
+backfills for items stored without one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import pyarrow as pa
+
+from ralph_context.embeddings.local import Vectors
+from ralph_context.models import ContextItem, ContextState, ContextType
+from ralph_context.storage import reads
+from ralph_context.storage.archive import ArchivedItem
+from ralph_context.storage.filters import ForgetSelection, ItemFilter
+from ralph_context.storage.schema import item_to_row
+from ralph_context.storage.store_items import StoreItems
+from ralph_context.storage.vectors import vector_list
+
+
+@dataclass(frozen=True)
+class AgeRow:
+    """What the lifecycle needs to know about a hot item, without its text or vector."""
+
+    id: str
+    content_type: ContextType
+    state: ContextState
+    created_iteration: int
+    usefulness: float
+
+
+# Ids per IN (...) clause: keeps statements small when thousands of items change state.
+_ID_CHUNK = 500
+
+
+class StoreLifecycle(StoreItems):
+    """Moves of hot items through their states and into the archive (see the module's
+    docstring)."""
+
+    def age_rows(self, before: int | None = None) -> list[AgeRow]:
+        """Every hot item's id, type, state, iteration and usefulness; with ``before``, only
+        items created before that iteration (a clock pass reads only what is old enough to
+        change, not the whole store)."""
+        columns = ["id", "content_type", "state", "created_iteration"]
+        query = self.items.search().select(columns)
+        if before is not None:
+            query = query.where(f"created_iteration < {int(before)}")
+        table = query.limit(None).to_arrow()
+        return [
+            AgeRow(
+                id=row["id"],
+                content_type=ContextType(row["content_type"]),
+                state=ContextState(row["state"]),
+                created_iteration=row["created_iteration"],
+                usefulness=self.usage.get(row["id"]).usefulness_score,
+            )
+            for row in table.to_pylist()
+        ]
+
+    def set_state(self, ids: Sequence[str], state: ContextState) -> None:
+        """Move items to ``state`` (one update per chunk of ids)."""
+        for start in range(0, len(ids), _ID_CHUNK):
+            where = ItemFilter(ids=tuple(ids[start : start + _ID_CHUNK])).to_sql()
+            if self._tally is not None:
+                old = self.items.search().where(where).select(["state"]).limit(None)
+                self._tally.move(old.to_arrow().column("state").to_pylist(), state.value)
+            self.items.update(where=where, values={"state": state.value})
+        self.unindexed_rows += len(ids)
+
+    def _rows_by_id(self, ids: Sequence[str]) -> Iterator[pa.Table]:
+        """The hot rows of ``ids`` (all columns), one Arrow table per chunk of ids; unknown
+        ids are skipped."""
+        for start in range(0, len(ids), _ID_CHUNK):
+            where = ItemFilter(ids=tuple(ids[start : start + _ID_CHUNK])).to_sql()
+            yield reads.rows_where(self.items, where, None)
+
+    def _with_vectors(self, ids: Sequence[str]) -> list[tuple[ContextItem, Vectors | None]]:
+        found: list[tuple[ContextItem, Vectors | None]] = []
+        for table in self._rows_by_id(ids):
+            vectors = vector_list(table.column("vector"), self.dimension)
+            rows = table.drop_columns(["vector"]).to_pylist()
+            found.extend(
+                (self._item(row), vector) for row, vector in zip(rows, vectors, strict=True)
+            )
+        return found
+
+    def items_with_vectors(self, ids: Sequence[str]) -> list[tuple[ContextItem, Vectors | None]]:
+        """Hot items of ``ids`` with their vectors (``None`` where they have none)."""
+        return self._with_vectors(ids)
+
+    def missing_vectors(self, limit: int) -> list[ContextItem]:
+        """Items stored while no model was loaded (they have no vector), at most ``limit``."""
+        table = self.items.search().where("vector IS NULL").limit(limit).to_arrow()
+        return [self._item(row) for row in table.drop_columns(["vector"]).to_pylist()]
+
+    def set_vectors(self, vectors: dict[str, Vectors]) -> int:
+        """Give items their vectors (a backfill), in one write; returns how many changed."""
+        current = self._with_vectors(list(vectors))
+        pairs = [(item, vectors[item.id]) for item, _ in current]
+        if not pairs:
+            return 0
+        rows = [item_to_row(item, vector) for item, vector in pairs]
+        table = pa.Table.from_pylist(rows, schema=self._items_schema)
+        self.items.merge_insert("id").when_matched_update_all().execute(table)
+        self._vector_rows += sum(vector is None for _, vector in current)
+        self.unindexed_rows += len(rows)
+        return len(rows)
+
+    def summarize_items(self, summaries: dict[str, str], when: datetime) -> int:
+        """Replace items' text with their summaries, keeping each original in the archive.
+
+        The original goes to the archive first, so a crash between the two writes leaves a
+        duplicate original, never a lost one. The vector stays: it was made from the full
+        text, which is what the item is about. Returns how many items were rewritten.
+        """
+        pairs = self._with_vectors(list(summaries))
+        if not pairs:
+            return 0
+        self.archive.put(pairs, "original", when)
+        rows = []
+        for item, vector in pairs:
+            summary = summaries[item.id]
+            rewritten = item.model_copy(
+                update={
+                    "content": summary,
+                    "summary": summary,
+                    "state": ContextState.SUMMARIZED,
+                    "original_length": item.original_length or len(item.content),
+                }
+            )
+            rows.append(item_to_row(rewritten, vector))
+        table = pa.Table.from_pylist(rows, schema=self._items_schema)
+        self.items.merge_insert("id").when_matched_update_all().execute(table)
+        if self._tally is not None:
+            self._tally.move((item.state.value for item, _ in pairs), ContextState.SUMMARIZED)
+        self.unindexed_rows += len(rows)
+        return len(rows)
+
+    def archive_items(self, ids: Sequence[str], when: datetime) -> int:
+        """Move items from the hot table into the archive (archive written first), as Arrow
+        rows: no Python object per item."""
+        moved: list[str] = []
+        for rows in self._rows_by_id(ids):
+            if rows.num_rows == 0:
+                continue
+            found = [str(i) for i in rows.column("id").to_pylist()]
+            usage = [self.usage.get(i) for i in found]
+            state = rows.schema.get_field_index("state")
+            rows = rows.set_column(
+                state, "state", pa.array([ContextState.ARCHIVED.value] * len(found), pa.string())
+            )
+            self.archive.put_rows(
+                rows, [(u.usefulness_score, u.access_count) for u in usage], "archived", when
+            )
+            moved.extend(found)
+        return self.delete_items(moved)
+
+    def archive_search(
+        self, query: Vectors, limit: int, where: ItemFilter
+    ) -> list[tuple[ContextItem, float, Vectors]]:
+        """Archived items nearest to ``query`` (see :meth:`ArchiveStore.vector_search`)."""
+        return self.archive.vector_search(query, limit, where)
+
+    def find_archived(self, ids: Sequence[str]) -> list[ArchivedItem]:
+        """Archive rows (archived items and originals) for these ids."""
+        return self.archive.get(ids)
+
+    def archived_rows(
+        self, before: int | None = None, below: float | None = None
+    ) -> list[ArchivedItem]:
+        """Archived items (without their text), for pruning: with ``before`` only those
+        created before that iteration, with ``below`` only those less useful than that."""
+        return self.archive.rows("archived", before=before, below=below)
+
+    def forgettable(self, selection: ForgetSelection) -> tuple[list[str], list[str]]:
+        """The ids ``selection`` picks: hot items, and archived items not in the hot table."""
+        where = selection.live_filter().to_sql()
+        rows = self.items.search().where(where).select(["id"]).limit(None).to_arrow()
+        hot = [str(i) for i in rows.column("id").to_pylist()]
+        live = set(hot)
+        archived = [
+            entry.item.id
+            for entry in self.archive.rows("archived")
+            if entry.item.id not in live and selection.matches(entry.item)
+        ]
+        return hot, archived
+
+    def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
+        """Delete items for good: from the hot table, and every archive row of either list
+        (an item's original goes with it). Returns how many items were removed."""
+        removed = 0
+        for start in range(0, len(hot), _ID_CHUNK):
+            removed += self.delete_items(hot[start : start + _ID_CHUNK])
+        gone = set(hot)
+        archive_only = [i for i in archived if i not in gone]
+        before = {entry.item.id for entry in self.archive.get(archive_only, "archived")}
+        self.archive.delete([*hot, *archive_only])
+        return removed + len(before)

@@ -1,0 +1,203 @@
+"""The LanceDB store's upkeep: when to compact, fold new rows into the indexes, build or
+retrain the vector index and drop old versions (``upkeep`` runs the table parts), and what
+the store holds and costs (``stats``, ``size_bytes``).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import structlog
+from lancedb.index import IvfSq
+
+from ralph_context import namespaces
+from ralph_context.storage import reads
+from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
+from ralph_context.storage.index_merge import merge_deltas
+from ralph_context.storage.store_core import TEXT_INDEX, StoreCore
+from ralph_context.storage.tally import counts
+from ralph_context.storage.upkeep import tidy
+from ralph_context.storage.vectors import partitions, probes
+
+log = structlog.get_logger("ralph_context.storage")
+# The full-text index takes in new rows once this many (or a sixteenth of a small table)
+# are outside it: a query scans them meanwhile (210 rows: +2.5-4 ms a full-text query at
+# 40k items), and each refresh rewrites the whole index (0.14-0.19 s at 57k).
+_TEXT_BATCH = 64
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """What is in the store and what it costs."""
+
+    items: int
+    by_type: dict[str, int]
+    by_state: dict[str, int]
+    without_vector: int
+    archived: int
+    iterations: int
+    latest_iteration: int
+    size_bytes: int
+    table_version: int
+    vector_index: bool
+    model_id: str | None
+    dimension: int
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    """What one maintenance pass did."""
+
+    compacted: bool
+    vector_index_built: bool
+    versions_removed: int = 0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class StoreUpkeep(StoreCore):
+    """Maintenance of the store's tables and indexes, and its stats."""
+
+    def _build_vector_index(self, rows: int) -> None:
+        self.items.create_index(
+            "vector",
+            config=IvfSq(distance_type="cosine", num_partitions=partitions(rows)),
+            replace=True,
+        )
+        self._vector_index, self._nprobes, self._indexed_rows = True, probes(rows), rows
+        if self.model_id is not None:
+            self._write_record()
+
+    def rebuild_vector_index(self) -> bool:
+        """Retrain the vector index from the stored vectors (after its files were damaged).
+
+        Returns False when the table is too small for an index: vector search then scans
+        the rows directly, which does not touch the damaged files.
+        """
+        rows = int(self.items.count_rows("vector IS NOT NULL"))
+        self._vector_rows = rows
+        if rows < self.vector_index_min_rows:
+            if self.has_vector_index():
+                self.items.drop_index(VECTOR_INDEX)
+            self._vector_index = False
+            return False
+        self._build_vector_index(rows)
+        return True
+
+    def index_due(self) -> bool:
+        """True when the vector index should be built, or retrained because the table has
+        doubled since it was trained (cheap: uses a running count)."""
+        if self._vector_rows < self.vector_index_min_rows:
+            return False
+        return not self.has_vector_index() or self._vector_rows >= 2 * max(self._indexed_rows, 1)
+
+    def maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
+        """Compact files, fold new rows into the indexes, drop old versions, and build the
+        vector index once the table is large enough (retrained when it has doubled since).
+
+        ``reclaim`` drops every old version at once (not only those past the retention
+        window): pruning for space needs the deleted rows' files gone now.
+        """
+        built = False
+        # The running count (kept by every write): recounting read every vector's validity,
+        # ~130 ms at 100k items on each maintenance.
+        vectors = self._vector_rows
+        folded = self.unindexed_rows
+        if self.index_due():
+            self._build_vector_index(vectors)
+            built = True
+            self._delta_rows, folded = 0, 0
+        self.usage.flush()
+        now = time.monotonic()
+        retention = timedelta(0) if reclaim else self.version_retention
+        # Old versions go once per retention window (listing a table's files cost 0.17 s at
+        # 57k items, on every maintenance), or at once when asked to reclaim space.
+        cleanup = reclaim or now - self._cleaned_at >= retention.total_seconds()
+        # The full-text index is rewritten whole to take in new rows (0.14-0.19 s at 57k):
+        # it waits until enough rows are outside it, which a query scans meanwhile.
+        self._text_pending += folded
+        text_due = built or self._text_pending >= min(_TEXT_BATCH, self._vector_rows // 16 + 1)
+        before = len(self.items.list_versions()) if cleanup else 0
+        with warnings.catch_warnings():
+            # Lance warns that readers of old versions would fail: this process is the only
+            # writer, and reclaiming is only asked for when the store is over its size limit.
+            warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+            for table in (self.items, self.iterations, self.usage.table):
+                tidy(
+                    table,
+                    skip_indexes=() if text_due or table is not self.items else (TEXT_INDEX,),
+                    cleanup_older_than=retention if cleanup else None,
+                    delete_unverified=reclaim,
+                )
+            self.archive.optimize(
+                retention if cleanup else None,
+                delete_unverified=reclaim,
+                index_from=self.vector_index_min_rows,
+            )
+        if text_due:
+            self._text_pending = 0
+        if cleanup:
+            self._cleaned_at = now
+        if self._vector_index and not built:
+            self._delta_rows = merge_deltas(self.items, self._delta_rows + folded)
+        reads.warm(
+            self.items,
+            self.dimension,
+            vector=self._vector_index,
+            text_column="content" if text_due else None,
+        )
+        self.unindexed_rows = 0
+        removed = max(0, before - len(self.items.list_versions())) if cleanup else 0
+        if self._vector_index:
+            self._nprobes = probes(vectors)
+        log.info("store_maintained", vector_index_built=built, versions_removed=removed)
+        return MaintenanceReport(compacted=True, vector_index_built=built, versions_removed=removed)
+
+    def size_bytes(self) -> int:
+        """Bytes on disk (every version), or the in-memory table size."""
+        if self.location is None:
+            return sum(_total_bytes(table) for table in (self.items, self.iterations))
+        return namespaces.disk_bytes(self.location)
+
+    def stats(self) -> StoreStats:
+        """Counts by type and state, size, version and index facts."""
+        if self._tally is not None:
+            by_type, by_state = self._tally.snapshot()
+            items = self._tally.total
+        else:
+            columns = self.items.search().select(["content_type", "state"]).limit(None)
+            scanned = columns.to_arrow()
+            by_type = counts(scanned.column("content_type").to_pylist())
+            by_state = counts(scanned.column("state").to_pylist())
+            items = scanned.num_rows
+        return StoreStats(
+            items=items,
+            by_type=by_type,
+            by_state=by_state,
+            without_vector=self.without_vector,
+            archived=self.archive.count(),
+            iterations=int(self.iterations.count_rows()),
+            latest_iteration=self.latest_iteration(),
+            size_bytes=self.size_bytes(),
+            table_version=int(self.items.version),
+            vector_index=self.has_vector_index(),
+            model_id=self.model_id,
+            dimension=self.dimension,
+        )
+
+    @property
+    def without_vector(self) -> int:
+        """Items stored without a vector (no model answered in time; a backfill gives them
+        one): from the running counts, no I/O (a scan of the vector column's validity took
+        124 ms at 100k items), or read from the table when reading beside a writer."""
+        if self._tally is None:
+            return int(self.items.count_rows("vector IS NULL"))
+        return max(0, self._tally.total - self._vector_rows)
+
+
+def _total_bytes(table: Any) -> int:
+    stats: Any = table.stats()  # a dict at run time, typed as a class
+    return int(stats["total_bytes"])
