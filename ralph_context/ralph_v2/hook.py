@@ -208,9 +208,7 @@ def _task_changes(
         if before == task.status:
             continue
         verb = _TASK_VERBS.get(task.status, task.status)
-        if before is None and task.status == "open":
-            verb = "added"
-        elif before in ("closed", "failed") and task.status == "open":
+        if before in ("closed", "failed") and task.status == "open":
             verb = "reopened"
         changes.append((verb, task.title))
     return changes, {t.id: t.status for t in tasks}
@@ -246,13 +244,14 @@ async def _sync(space: Workspace, state: LoopState, memory: Memory, report: Repo
         report.skipped.append("no memories.md to sync (nothing forgotten)")
         return
     theirs = [m for m in memories.parse(text) if memories.MANAGED_TAG not in m.tags]
+    synced_before = set(state.synced.values())
     seen: dict[str, str] = {}
     for found in theirs:
         digest = hashlib.sha256(found.content.encode()).hexdigest()[:12]
         key = f"ralph-mem:{found.id}:{digest}"
         tags = (MEMORY_TAG, found.memory_type, *found.tags)
         item_id = await memory.remember(found.content, _KINDS[found.memory_type], tags, key)
-        if item_id not in state.synced.values():
+        if item_id not in synced_before:
             report.synced += 1
         seen[key] = item_id
     kept = set(seen.values())  # states written before keys held text map id -> item
