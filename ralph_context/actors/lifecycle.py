@@ -30,6 +30,7 @@ from ralph_context.lifecycle.policy import (
 from ralph_context.lifecycle.summarize import worth_summarizing
 from ralph_context.models import ContextState
 from ralph_context.runtime import Actor, Envelope, Foreground
+from ralph_context.storage.filters import DueFilter
 
 __all__ = [
     "LifecycleActor",
@@ -160,9 +161,17 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         now = self.clock()
         match request:
             case RunLifecycle(dry_run, progress):
-                # Nothing younger than the aging age can change state or be pruned.
+                # Only rows past their state's age, or old and useless, can change.
                 ages = self.settings.lifecycle
-                rows = await self.storage.age_rows(now - ages.aging_after_iterations)
+                due = DueFilter(
+                    aging_before=now - ages.aging_after_iterations,
+                    summarize_before=now - ages.summarize_after_iterations,
+                    archive_before=now - ages.archive_after_iterations,
+                    ageless=ages.ageless_types,
+                )
+                rows = await self.storage.due_rows(
+                    due, now - ages.prune_after_iterations, ages.prune_min_usefulness
+                )
                 # Only what the clock may prune: the archive keeps most of a long loop.
                 archived = await self.storage.archived_rows(
                     now - ages.prune_after_iterations, ages.prune_min_usefulness
@@ -283,8 +292,14 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         size = await self.storage.size_bytes()
         if size <= limit:
             return replace(report, size_bytes=size)
+        # Most of a store over its limit right after a mass archive is old versions:
+        # dropping them may be enough, and then nothing is deleted (and the whole store,
+        # archive included, need not be read: 1.5 s of CPU at 100k beside the loop).
         await self.storage.maintain(reclaim=True)
         size = await self.storage.size_bytes()
+        if size <= limit:
+            log.info("reclaimed_for_space", size_mb=size / _MIB)
+            return replace(report, size_bytes=size)
         rows = await self.storage.age_rows()
         cold, hot = victims(
             rows, await self.storage.archived_rows(), now=now, settings=self.settings.lifecycle

@@ -24,7 +24,7 @@ from ralph_context.forgetting import ForgetSelection
 from ralph_context.models import ContextItem, IterationResult
 from ralph_context.runtime import Actor, ActorState
 from ralph_context.storage.archive import ArchivedItem
-from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.filters import DueFilter, ItemFilter
 from ralph_context.storage.lance_store import AgeRow, LanceStore, StoreStats
 
 log = structlog.get_logger("ralph_context.storage")
@@ -107,6 +107,9 @@ class StorageReads(Actor[StorageRequest, object]):
 
     async def age_rows(self, before: int | None = None) -> list[AgeRow]:
         return await self._read(LanceStore.age_rows, before)
+
+    async def due_rows(self, due: DueFilter, prune_before: int, prune_below: float) -> list[AgeRow]:
+        return await self._read(LanceStore.due_rows, due, prune_before, prune_below)
 
     async def find_archived(self, ids: Sequence[str]) -> list[ArchivedItem]:
         return await self._read(LanceStore.find_archived, list(ids))

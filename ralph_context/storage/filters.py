@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ralph_context.metadata_filter import MetadataCondition, MetadataOp, Scalar
 from ralph_context.models import ContextItem, ContextState, ContextType
 
-__all__ = ["ForgetSelection", "ItemFilter", "metadata_sql", "sql_string"]
+__all__ = ["DueFilter", "ForgetSelection", "ItemFilter", "metadata_sql", "sql_string"]
 
 
 def sql_string(value: str) -> str:
@@ -132,6 +132,39 @@ class ItemFilter:
         if self.has_vector is not None:
             parts.append("vector IS NOT NULL" if self.has_vector else "vector IS NULL")
         return " AND ".join(f"({p})" for p in parts) if parts else None
+
+
+@dataclass(frozen=True)
+class DueFilter:
+    """Hot items whose age puts them past their state: the only rows a clock pass can move.
+
+    Each bound is an iteration: an item created before it is old enough for that state
+    (``aging_before`` = now - aging_after, and so on). Ageless types never move by age;
+    ``all_before``, when set, adds every item created before it whatever its type and state
+    (pruning by age, when an item's default usefulness is already below the prune bar).
+    """
+
+    aging_before: int
+    summarize_before: int
+    archive_before: int
+    ageless: tuple[ContextType, ...] = ()
+    all_before: int | None = None
+
+    def to_sql(self) -> str:
+        active = sql_string(ContextState.ACTIVE.value)
+        aging = sql_string(ContextState.AGING.value)
+        moving = (
+            f"(state = {active} AND created_iteration < {int(self.aging_before)})"
+            f" OR (state IN ({active}, {aging})"
+            f" AND created_iteration < {int(self.summarize_before)})"
+            f" OR created_iteration < {int(self.archive_before)}"
+        )
+        if self.ageless:
+            ageless = _in_list("content_type", tuple(t.value for t in self.ageless))
+            moving = f"NOT ({ageless}) AND ({moving})"
+        if self.all_before is not None:
+            return f"({moving}) OR created_iteration < {int(self.all_before)}"
+        return moving
 
 
 @dataclass(frozen=True)

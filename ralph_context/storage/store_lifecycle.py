@@ -6,7 +6,7 @@ backfills for items stored without one.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import pyarrow as pa
@@ -15,9 +15,10 @@ from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem, ContextState, ContextType
 from ralph_context.storage import reads
 from ralph_context.storage.archive import ArchivedItem
-from ralph_context.storage.filters import ForgetSelection, ItemFilter
+from ralph_context.storage.filters import DueFilter, ForgetSelection, ItemFilter
 from ralph_context.storage.schema import item_to_row
 from ralph_context.storage.store_items import StoreItems
+from ralph_context.storage.usage import Usage
 from ralph_context.storage.vectors import vector_list
 
 
@@ -44,10 +45,32 @@ class StoreLifecycle(StoreItems):
         """Every hot item's id, type, state, iteration and usefulness; with ``before``, only
         items created before that iteration (a clock pass reads only what is old enough to
         change, not the whole store)."""
+        return self._age_rows_where(
+            None if before is None else f"created_iteration < {int(before)}"
+        )
+
+    def due_rows(self, due: DueFilter, prune_before: int, prune_below: float) -> list[AgeRow]:
+        """The hot items a clock pass can act on: those past their state's age (``due``),
+        and those old enough to prune (created before ``prune_before``) whose usefulness is
+        below ``prune_below``. Every other row would be read only to be left alone: at 100k
+        items reading them all took 100-380 ms of the writer's CPU on every iteration, beside
+        the loop's own search."""
+        if Usage().usefulness_score < prune_below:
+            due = replace(due, all_before=prune_before)
+        found = {row.id: row for row in self._age_rows_where(due.to_sql())}
+        low = sorted(self.usage.below(prune_below))
+        for start in range(0, len(low), _ID_CHUNK):
+            chunk = ItemFilter(
+                ids=tuple(low[start : start + _ID_CHUNK]), max_iteration=prune_before - 1
+            )
+            found.update((row.id, row) for row in self._age_rows_where(chunk.to_sql()))
+        return list(found.values())
+
+    def _age_rows_where(self, where: str | None) -> list[AgeRow]:
         columns = ["id", "content_type", "state", "created_iteration"]
         query = self.items.search().select(columns)
-        if before is not None:
-            query = query.where(f"created_iteration < {int(before)}")
+        if where is not None:
+            query = query.where(where)
         table = query.limit(None).to_arrow()
         return [
             AgeRow(

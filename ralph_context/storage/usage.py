@@ -78,6 +78,10 @@ class UsageLedger:
     def get(self, item_id: str) -> Usage:
         return self._usage.get(item_id, DEFAULT)
 
+    def below(self, score: float) -> list[str]:
+        """Ids whose usefulness is below ``score`` (items at the default are not listed)."""
+        return [i for i, usage in self._usage.items() if usage.usefulness_score < score]
+
     def apply(self, item: ContextItem) -> ContextItem:
         """The item with its current counters."""
         usage = self._usage.get(item.id)
