@@ -92,6 +92,7 @@ def test_bench_latency_measures_every_face_and_writes_its_files(tmp_path: Path) 
     for way in ("own_engine", "via_server"):  # Ralph v2's hook, a process per call
         assert run["hook_v2"][way]["n"] == 2 and run["hook_v2"][way]["p50_ms"] > 0, way
     assert results["ingest"]["mcp_batch_items_per_s"] > 0
+    assert len(results["ingest"]["raw_rounds"]) == len(results["ingest"]["batch_rounds"]) == 3
     assert "| 1,000 |" in done.stderr
 
 
