@@ -40,5 +40,8 @@ class ServerSettings(Section):
     # A call slower than this lowers how many are answered at once (down to 2; it grows
     # back while calls are fast), so a crowd is told 429 instead of all waiting; 0: fixed.
     target_latency_ms: float = Field(default=300.0, ge=0, le=60_000, allow_inf_nan=False)
+    # `bench ab`'s results.json, relative to the project root: the console's Iterations page
+    # plots its iterations per task kind when the file is there.
+    ab_results: Path = Path("benchmarks/ab/results/results.json")
     # Namespaces one server opens at most (each keeps its tables and caches in memory).
     max_namespaces: int = Field(default=32, ge=1)
