@@ -21,6 +21,8 @@ __all__ = ["AbKind", "ab_kinds", "health", "iterations", "timeline"]
 PER_PAGE = 50
 # recent_iterations answers 1,000 at most: the timeline pages through those.
 MOST = 1_000
+# A bar's widest, in hundredths of the chart (a few iterations do not fill it).
+_WIDEST = 2.0
 
 
 @dataclass(frozen=True)
@@ -28,20 +30,22 @@ class Bar:
     """One iteration in the timeline: where its bar goes and what it says on hover."""
 
     x: float
+    width: float
     height: float
     ok: bool
     label: str
 
 
 def timeline(shown: list[IterationResult]) -> list[Bar]:
-    """Bars oldest to newest, 100 units wide in all, heights by duration (a failed
+    """Bars oldest to newest, at most 100 units wide in all, heights by duration (a failed
     iteration with no duration still shows, at a tenth)."""
     ordered = sorted(shown, key=lambda r: r.iteration)
     longest = max((r.duration_ms for r in ordered), default=0) or 1
-    width = 100 / max(len(ordered), 1)
+    width = min(100 / max(len(ordered), 1), _WIDEST)
     return [
         Bar(
             x=round(n * width, 2),
+            width=round(width * 0.85, 2),
             height=round(max(r.duration_ms / longest, 0.1) * 40, 2),
             ok=r.success,
             label=f"iteration {r.iteration}: {'ok' if r.success else 'failed'}, "
