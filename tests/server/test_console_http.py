@@ -4,6 +4,8 @@ processes with a real store and the real model."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -243,3 +245,62 @@ def test_the_console_command_serves_and_opens_the_browser_at_the_console(tmp_pat
     assert opened.read_text(encoding="utf-8") == console_url(url)
     assert f"console {console_url(url)}" in log
     assert answer.status_code == 200
+
+
+ODD = [
+    "/search?q=x&max_items=abc",
+    "/search?q=x&max_items=0",
+    "/search?q=x&max_items=1000",
+    "/search?q=x&min_score=2",
+    "/search?q=x&min_score=nan",
+    "/search?q=x&type=bogus&type=skill",
+    "/search?q=" + "long " * 3000,
+    "/items?page=-3",
+    "/items?page=abc",
+    "/items?page=99999",
+    "/items?min_age=abc",
+    "/items?min_age=10&max_age=5",
+    "/items?min_age=1000000",
+    "/items?iteration=-1",
+    "/items?state=bogus",
+    "/items?type=bogus",
+    "/items?tag=" + "t" * 500,
+    "/items?state=archived&tag=x",
+    "/items/%3Cscript%3E",
+    "/items/" + "a" * 32,
+    "/iterations?page=abc",
+    "/iterations?page=99999",
+    "/health?ns=does-not-exist",
+    "/health?ns=..%2F..%2Fetc",
+]
+
+
+async def test_odd_query_strings_get_a_page_never_a_server_error(
+    open_server: tuple[str, Path],
+) -> None:
+    url, _config = open_server
+    async with httpx.AsyncClient() as http:
+        for path in ODD:
+            answer = await http.get(console_url(url) + path)
+            assert answer.status_code in (200, 400, 404), (path, answer.status_code)
+            assert "<script>" not in answer.text.replace(
+                '<script src="/console/static/console.js" defer></script>', ""
+            ), path
+
+
+def test_the_iterations_page_plots_the_ab_results_when_the_file_is_there(
+    open_server: tuple[str, Path],
+) -> None:
+    url, config = open_server
+    shipped = Path(__file__).resolve().parents[2] / "benchmarks/ab/results/results.json"
+    kinds = json.loads(shipped.read_text(encoding="utf-8"))["kinds"]
+    before = httpx.get(console_url(url) + "/iterations")
+    target = config.parent / "benchmarks/ab/results/results.json"  # server.ab_results
+    target.parent.mkdir(parents=True)
+    shutil.copy(shipped, target)
+    after = httpx.get(console_url(url) + "/iterations")
+    assert "A/B: iterations per task kind" not in before.text
+    assert "A/B: iterations per task kind" in after.text
+    for name, kind in kinds.items():
+        mean = kind["baseline"]["iterations_mean"]
+        assert f"{name} without memory: {mean:.2f}" in after.text

@@ -94,17 +94,17 @@ async def items(visit: Visit) -> tuple[str, dict[str, Any]]:
         number = max(1, _number(params.get("page"), "page", int) or 1)
         context["number"] = number
         low, high = _iterations(filters, now)
-        if high is not None and (high < 0 or (low is not None and low > high)):
-            return "items.html", context  # an age no item can have yet: nothing to read
-        context["page"] = await engine.browse(
-            context_types=[filters["type"]] if filters["type"] else None,
-            state=filters["state"] or None,
-            tags=[filters["tag"]] if filters["tag"] else None,
-            min_iteration=low,
-            max_iteration=high,
-            offset=(number - 1) * PER_PAGE,
-            limit=PER_PAGE,
-        )
+        # An age no item can have yet reads nothing.
+        if high is None or (high >= 0 and (low is None or low <= high)):
+            context["page"] = await engine.browse(
+                context_types=[filters["type"]] if filters["type"] else None,
+                state=filters["state"] or None,
+                tags=[filters["tag"]] if filters["tag"] else None,
+                min_iteration=low,
+                max_iteration=high,
+                offset=(number - 1) * PER_PAGE,
+                limit=PER_PAGE,
+            )
     except (InvalidInput, _Problem) as exc:
         context["problem"] = str(exc)
     context["pages"] = _pager(visit, filters, context["number"], context["page"])
