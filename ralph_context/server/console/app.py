@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from ralph_context import namespaces
 from ralph_context.engine import Engine
+from ralph_context.errors import RalphContextError
 from ralph_context.server.console.render import HERE, Renderer
 from ralph_context.server.console.sessions import COOKIE, EVERY, Session, Sessions
 from ralph_context.server.limits import RateLimiter, retry_after
@@ -194,7 +195,10 @@ class Console:
             visit = await self._visit(request, started)
             if isinstance(visit, Response):
                 return visit
-            shown = await view(visit)
+            try:
+                shown = await view(visit)
+            except RalphContextError as exc:  # the store is down or read-only: say so
+                return self._keep(visit, visit.fail(503, str(exc)))
             if isinstance(shown, Response):
                 return self._keep(visit, shown)
             template, context = shown
@@ -220,7 +224,10 @@ class Console:
                 return self.error(request, started, 403, "the form's CSRF token is wrong")
             if not visit.writable:
                 return self.error(request, started, 403, "this server is read-only")
-            message = await act(visit, form)
+            try:
+                message = await act(visit, form)
+            except RalphContextError as exc:
+                return visit.fail(503, str(exc))
             if visit.session is not None:
                 visit.session.flash = message
             return RedirectResponse(_local(form.get("back")), status_code=303)
