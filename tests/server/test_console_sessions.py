@@ -3,7 +3,7 @@ number, CSRF comparison, and redirects that never leave the console."""
 
 from __future__ import annotations
 
-from ralph_context.server.console.app import _local
+from ralph_context.server.console.guard import local
 from ralph_context.server.console.sessions import EVERY, Sessions
 
 
@@ -61,5 +61,5 @@ def test_a_redirect_target_outside_the_console_becomes_its_start() -> None:
         "javascript:alert(1)",
         "/mcp",
     ]
-    assert [_local(target) for target in kept] == kept
-    assert {_local(target) for target in refused} == {"/console/"}
+    assert [local(target) for target in kept] == kept
+    assert {local(target) for target in refused} == {"/console/"}

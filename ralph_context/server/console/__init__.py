@@ -4,7 +4,8 @@ Served by the HTTP server at ``/console`` (``ralph-context serve --transport htt
 ``ralph-context console`` also opens a browser). Server-rendered pages (Jinja2, autoescaped)
 with one small script and one style sheet served from this package, so it works offline:
 
-- ``app``: the routes, the gate (Host/Origin, login or bearer token, CSRF, read-only);
+- ``app``: the routes and who may do what (session or bearer token, namespace, CSRF,
+  read-only); ``guard``: Host/Origin, redirects, the cookie; ``login``: in and out;
 - ``sessions``: browser sessions (HttpOnly, SameSite=Strict cookie; a CSRF token each);
 - ``pages``: search, the items browser, one item; ``runs``: iterations, health and stats;
 - ``actions``: usefulness feedback and forget; ``render``: templates and headers.

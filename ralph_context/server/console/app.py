@@ -1,12 +1,11 @@
 """The memory console: pages and forms at ``/console``, on the HTTP server's port.
 
-Who may look: the HTTP API's own bearer tokens. A browser logs in once with a token (the
-login form) and gets a session cookie (``sessions``); a script may send the token as
+Who may look: the HTTP API's own bearer tokens. A browser logs in once with a token
+(``login``) and gets a session cookie (``sessions``); a script may send the token as
 ``Authorization: Bearer`` instead. A token scoped to some namespaces shows only those. With
 no token configured, which the server allows on loopback only, the console opens at once.
 
-Every request's ``Host`` (and a POST's ``Origin``) must name this server, as for ``/mcp``:
-a page on another site that resolves its own name to 127.0.0.1 (DNS rebinding) gets 421.
+Every request first passes ``guard`` (its Host, and a POST's Origin, name this server).
 Every state-changing form carries the session's CSRF token; a read-only server
 (``serve --read-only``) shows no write button and refuses every write with 403.
 """
@@ -30,18 +29,15 @@ from starlette.staticfiles import StaticFiles
 from ralph_context import namespaces
 from ralph_context.engine import Engine
 from ralph_context.errors import RalphContextError
+from ralph_context.server.console.guard import PREFIX, foreign, local, set_cookie
+from ralph_context.server.console.login import Login
 from ralph_context.server.console.render import HERE, Renderer
 from ralph_context.server.console.sessions import COOKIE, EVERY, Session, Sessions
-from ralph_context.server.limits import RateLimiter, retry_after
 from ralph_context.server.tokens import TokenBook
 
 __all__ = ["PREFIX", "Console", "EngineSource", "Visit"]
 
 log = structlog.get_logger("ralph_context.console")
-
-PREFIX = "/console"
-# Failed logins per client address: a burst of 10, then one every two seconds.
-_LOGIN_RATE, _LOGIN_BURST = 0.5, 10
 
 
 class EngineSource(Protocol):
@@ -105,32 +101,22 @@ class Console:
         self.tokens = tokens
         self.sessions = sessions or Sessions()
         self.renderer = Renderer()
-        self._logins = RateLimiter(_LOGIN_RATE, _LOGIN_BURST)
+        self.login = Login(tokens, self.sessions, self.renderer, source.security, self.error)
 
     def routes(self, pages: dict[str, Page], actions: dict[str, Action]) -> list[BaseRoute]:
         """``/console`` and everything under it: ``pages`` (GET) and ``actions`` (POST) by
         path, the login, the logout and the static files."""
         inner: list[BaseRoute] = [
             Route("/", self._index),
-            Route("/login", self._login, methods=["GET", "POST"]),
-            Route("/logout", self._logout, methods=["POST"]),
+            Route("/login", self.login.login, methods=["GET", "POST"]),
+            Route("/logout", self.login.logout, methods=["POST"]),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
         inner += [Route(path, self._page(view)) for path, view in pages.items()]
         inner += [Route(path, self._action(act), methods=["POST"]) for path, act in actions.items()]
         return [Route(PREFIX, self._index), Mount(PREFIX, routes=inner)]
 
-    # -- the gate every request passes ------------------------------------------------
-
-    def _foreign(self, request: Request, *, posting: bool) -> Response | None:
-        """421 for a Host that is not this server, 403 for a POST from another origin."""
-        security = self.source.security
-        if not _listed(request.headers.get("host"), security.allowed_hosts):
-            return Response("Invalid Host header", status_code=421)
-        origin = request.headers.get("origin")
-        if posting and origin is not None and not _listed(origin, security.allowed_origins):
-            return Response("Invalid Origin header", status_code=403)
-        return None
+    # -- who is asking -----------------------------------------------------------------
 
     async def _visit(self, request: Request, started: float) -> Visit | Response:
         """Who is asking and for which namespace, or the response that turns them away."""
@@ -189,7 +175,7 @@ class Console:
     def _page(self, view: Page) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             started = time.perf_counter()
-            refused = self._foreign(request, posting=False)
+            refused = foreign(request, self.source.security, posting=False)
             if refused is not None:
                 return refused
             visit = await self._visit(request, started)
@@ -210,7 +196,7 @@ class Console:
     def _action(self, act: Action) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             started = time.perf_counter()
-            refused = self._foreign(request, posting=True)
+            refused = foreign(request, self.source.security, posting=True)
             if refused is not None:
                 return refused
             form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
@@ -230,7 +216,7 @@ class Console:
                 return visit.fail(503, str(exc))
             if visit.session is not None:
                 visit.session.flash = message
-            return RedirectResponse(_local(form.get("back")), status_code=303)
+            return RedirectResponse(local(form.get("back")), status_code=303)
 
         return endpoint
 
@@ -250,7 +236,7 @@ class Console:
 
     def _keep(self, visit: Visit, response: Response) -> Response:
         if visit.new_session and visit.session is not None:
-            _set_cookie(visit.request, response, visit.session)
+            set_cookie(visit.request, response, visit.session)
         return response
 
     def error(self, request: Request, started: float, status: int, text: str) -> Response:
@@ -261,107 +247,3 @@ class Console:
     async def _index(self, request: Request) -> Response:
         query = f"?{request.url.query}" if request.url.query else ""
         return RedirectResponse(f"{PREFIX}/search{query}", status_code=303)
-
-    # -- login and logout -----------------------------------------------------------------
-
-    async def _login(self, request: Request) -> Response:
-        started = time.perf_counter()
-        refused = self._foreign(request, posting=request.method == "POST")
-        if refused is not None:
-            return refused
-        target = _local(request.query_params.get("next"))
-        if not self.tokens.enabled:
-            return RedirectResponse(target, status_code=303)
-        session = self.sessions.get(request.cookies.get(COOKIE))
-        if request.method == "GET":
-            if session is not None and session.grant is not None:
-                return RedirectResponse(target, status_code=303)
-            fresh = session is None
-            session = session or self.sessions.new(None)
-            response = self._login_form(request, started, session, target, None, 200)
-            if fresh:
-                _set_cookie(request, response, session)
-            return response
-        form = await request.form()
-        target = _local(str(form.get("next", "")))
-        if session is None or not session.csrf_matches(str(form.get("csrf", ""))):
-            return self.error(request, started, 403, "the login form expired: reload it")
-        client = request.client.host if request.client else "unknown"
-        wait = self._logins.wait_for(client)
-        if wait > 0:
-            response = self._login_form(request, started, session, target, "too many tries", 429)
-            response.headers["Retry-After"] = retry_after(wait)
-            return response
-        grant = self.tokens.verify(str(form.get("token", "")).strip())
-        if grant is None:
-            log.warning("console_login_refused", client=client)
-            return self._login_form(
-                request, started, session, target, "That token is not accepted.", 401
-            )
-        self.sessions.drop(session.id)
-        trusted = self.sessions.new(grant.namespaces)
-        log.info("console_login", client=client, token=grant.label)
-        response = RedirectResponse(target, status_code=303)
-        _set_cookie(request, response, trusted)
-        return response
-
-    def _login_form(
-        self,
-        request: Request,
-        started: float,
-        session: Session,
-        target: str,
-        problem: str | None,
-        status: int,
-    ) -> Response:
-        context = {"csrf": session.csrf, "next": target, "problem": problem}
-        return self.renderer.page("login.html", context, started=started, status=status)
-
-    async def _logout(self, request: Request) -> Response:
-        started = time.perf_counter()
-        refused = self._foreign(request, posting=True)
-        if refused is not None:
-            return refused
-        form = await request.form()
-        session = self.sessions.get(request.cookies.get(COOKIE))
-        if session is None or not session.csrf_matches(str(form.get("csrf", ""))):
-            return self.error(request, started, 403, "the form's CSRF token is wrong")
-        self.sessions.drop(session.id)
-        response = RedirectResponse(f"{PREFIX}/login", status_code=303)
-        response.delete_cookie(COOKIE, path=PREFIX)
-        return response
-
-
-def _listed(value: str | None, allowed: list[str]) -> bool:
-    """``value`` is one of ``allowed``, where ``name:*`` admits any port (as for ``/mcp``)."""
-    if not value:
-        return False
-    return any(
-        value == entry or (entry.endswith(":*") and value.startswith(entry[:-1]))
-        for entry in allowed
-    )
-
-
-def _local(target: str | None) -> str:
-    """``target`` if it is a path of this console, else the console's start: a redirect
-    after a form never leaves the console (no open redirect through ``next``/``back``)."""
-    if (
-        target
-        and target.startswith(PREFIX)
-        and not target.startswith("//")
-        and "\\" not in target
-        and all(ord(c) > 31 for c in target)
-    ):
-        return target
-    return f"{PREFIX}/"
-
-
-def _set_cookie(request: Request, response: Response, session: Session) -> None:
-    response.set_cookie(
-        COOKIE,
-        session.id,
-        httponly=True,
-        samesite="strict",
-        path=PREFIX,
-        secure=request.url.scheme == "https",
-    )
