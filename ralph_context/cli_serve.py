@@ -50,8 +50,7 @@ def serve(
     config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
-    """Run the MCP server (stdio by default; --transport http serves http://HOST:PORT/mcp
-    and the console at /console)."""
+    """Run the MCP server (stdio by default; --transport http serves /mcp and /console)."""
     settings = load_settings(config, log_level)
     if namespace is not None:
         try:
