@@ -266,6 +266,7 @@ ODD = [
     "/items?type=bogus",
     "/items?tag=" + "t" * 500,
     "/items?state=archived&tag=x",
+    "/items?tag=,,a,%20,b",
     "/items/%3Cscript%3E",
     "/items/" + "a" * 32,
     "/iterations?page=abc",
@@ -304,3 +305,18 @@ def test_the_iterations_page_plots_the_ab_results_when_the_file_is_there(
     for name, kind in kinds.items():
         mean = kind["baseline"]["iterations_mean"]
         assert f"{name} without memory: {mean:.2f}" in after.text
+
+
+async def test_the_items_page_filters_by_any_of_several_tags(
+    open_server: tuple[str, Path],
+) -> None:
+    url, _config = open_server
+    ids = {}
+    for tag in ("pick-a", "pick-b", "pick-c"):
+        (ids[tag],) = await store(url, [(f"a note tagged {tag}", "output")], tags=[tag])
+    async with httpx.AsyncClient() as http:
+        page = await http.get(console_url(url) + "/items", params={"tag": "pick-a, pick-b"})
+    assert page.status_code == 200
+    assert ids["pick-a"] in page.text and ids["pick-b"] in page.text
+    assert ids["pick-c"] not in page.text
+    assert "items 1-2 of 2" in page.text

@@ -99,7 +99,7 @@ async def items(visit: Visit) -> tuple[str, dict[str, Any]]:
             context["page"] = await engine.browse(
                 context_types=[filters["type"]] if filters["type"] else None,
                 state=filters["state"] or None,
-                tags=[filters["tag"]] if filters["tag"] else None,
+                tags=[t.strip() for t in filters["tag"].split(",") if t.strip()] or None,
                 min_iteration=low,
                 max_iteration=high,
                 offset=(number - 1) * PER_PAGE,
