@@ -99,8 +99,14 @@ async def _client(
     return calls
 
 
-async def _clients(spec: dict[str, Any]) -> list[dict[str, Any]]:
+async def _clients(spec: dict[str, Any]) -> dict[str, Any]:
+    """This process's clients' records, and the CPU seconds it spent from the start."""
     results: list[dict[str, Any]] = []
+    began: list[float] = []
+
+    async def clock() -> None:
+        await anyio.sleep(max(0.0, spec["start"] - time.monotonic()))
+        began.append(time.process_time())
 
     async def one(url: str, name: str) -> None:
         for record in await _client(
@@ -110,9 +116,10 @@ async def _clients(spec: dict[str, Any]) -> list[dict[str, Any]]:
             results.append(record)
 
     async with anyio.create_task_group() as group:
+        group.start_soon(clock)
         for url, name in spec["clients"]:
             group.start_soon(one, url, name)
-    return results
+    return {"records": results, "cpu_s": time.process_time() - began[0]}
 
 
 def _worker() -> None:
@@ -132,8 +139,9 @@ def run_phase(
     questions: list[str],
     write_every: int,
     label: str,
-) -> list[dict[str, Any]]:
-    """``clients`` clients spread over the namespaces and ``procs`` processes."""
+) -> tuple[list[dict[str, Any]], float]:
+    """``clients`` clients spread over the namespaces and ``procs`` processes; their
+    records, and the CPU seconds the client processes spent calling."""
     names = [(f"{base}/ns/{NAMESPACES[i % 3]}/mcp", f"{label}{i}") for i in range(clients)]
     # Every client connected before the clock starts (imports take seconds on a busy box).
     start_at = time.monotonic() + 8.0 + clients * 0.1
@@ -157,13 +165,16 @@ def run_phase(
         worker.stdin.close()
         workers.append(worker)
     records: list[dict[str, Any]] = []
+    client_cpu = 0.0
     for worker in workers:
         assert worker.stdout is not None
         out = worker.stdout.read()
         if worker.wait(timeout=seconds + 600) != 0:
             raise RuntimeError(f"a client process failed (exit {worker.returncode})")
-        records.extend(json.loads(out))
-    return records
+        answer = json.loads(out)
+        records.extend(answer["records"])
+        client_cpu += answer["cpu_s"]
+    return records, client_cpu
 
 
 def phase_summary(records: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
@@ -263,6 +274,12 @@ def _config(root: Path) -> Path:
     return path
 
 
+def _cpu_s(pid: int) -> float:
+    """A process's user + system CPU seconds so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _rss_mb(pid: int) -> float:
     """A process's resident memory (Linux)."""
     for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
@@ -292,7 +309,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             for label, clients, seconds in plan:
                 if clients <= 0:
                     continue
-                got = run_phase(
+                server_cpu = _cpu_s(server.pid)
+                got, client_cpu = run_phase(
                     base,
                     clients=clients,
                     seconds=seconds,
@@ -301,10 +319,18 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                     write_every=args.write_every,
                     label=label,
                 )
+                calls = max(1, len(got))
                 phases[label] = {
                     "clients": clients,
                     "seconds": seconds,
                     **phase_summary(got, seconds),
+                    # What one call costs the machine: on two cores, calls/s cannot pass
+                    # 2,000 / (server + client) ms, and a call of N clients that call back to
+                    # back then waits about N / (calls/s) (Little's law).
+                    "cpu_ms_per_call": {
+                        "server": round((_cpu_s(server.pid) - server_cpu) * 1000 / calls, 1),
+                        "clients": round(client_cpu * 1000 / calls, 1),
+                    },
                 }
                 rss[f"after_{label}"] = _rss_mb(server.pid)
                 records.extend(got)

@@ -208,8 +208,8 @@ def _task_changes(
         if before == task.status:
             continue
         verb = _TASK_VERBS.get(task.status, task.status)
-        if before in ("closed", "failed") and task.status == "open":
-            verb = "reopened"
+        if before is not None and task.status == "open":
+            verb = "reopened"  # closed, failed, or started and put back
         changes.append((verb, task.title))
     return changes, {t.id: t.status for t in tasks}
 

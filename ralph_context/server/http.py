@@ -311,7 +311,11 @@ def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
         spaces,
         tokens,
         RateLimiter(limits.rate_limit_per_second, limits.rate_limit_burst),
-        InFlight(limits.max_in_flight, limits.target_latency_ms / 1000 or None),
+        InFlight(
+            limits.max_in_flight,
+            limits.target_latency_ms / 1000 or None,
+            floor=limits.min_in_flight,
+        ),
     )
     middleware = []
     if tokens.enabled:

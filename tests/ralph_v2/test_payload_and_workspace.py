@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ralph_context.ralph_v2.hook import LoopState, _task_changes
 from ralph_context.ralph_v2.payload import EVENTS, PayloadRefused, read_payload
 from ralph_context.ralph_v2.workspace import Workspace
 
@@ -161,3 +162,36 @@ def test_the_query_puts_ready_tasks_then_the_scratchpad_then_the_objective(
     query = Workspace(tmp_path).query()
     assert query.index("Title of task-1-aaaa") < query.index("pytest") < query.index("invoices")
     assert Workspace(tmp_path / "empty").query() == ""
+
+
+def test_task_changes_name_what_happened_since_the_last_record(tmp_path: Path) -> None:
+    agent = tmp_path / ".ralph" / "agent"
+    agent.mkdir(parents=True)
+    lines = [
+        _task("task-1-aaaa", "open", title="New task"),
+        _task("task-2-bbbb", "in_progress", title="Begun"),
+        _task("task-3-cccc", "closed", title="Done"),
+        _task("task-4-dddd", "failed", title="Broke"),
+        _task("task-5-eeee", "open", title="Back from closed"),
+        _task("task-6-ffff", "open", title="Put back unstarted"),
+        _task("task-7-aaaa", "open", title="Unchanged"),
+    ]
+    (agent / "tasks.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    before = {
+        "task-2-bbbb": "open",
+        "task-3-cccc": "in_progress",
+        "task-4-dddd": "in_progress",
+        "task-5-eeee": "closed",
+        "task-6-ffff": "in_progress",
+        "task-7-aaaa": "open",
+    }
+    changes, now = _task_changes(Workspace(tmp_path), LoopState(tasks=before))
+    assert changes == [
+        ("added", "New task"),
+        ("started", "Begun"),
+        ("closed", "Done"),
+        ("failed", "Broke"),
+        ("reopened", "Back from closed"),
+        ("reopened", "Put back unstarted"),
+    ]
+    assert now["task-6-ffff"] == "open" and len(now) == 7
