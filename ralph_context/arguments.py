@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ralph_context.config import RetrievalSettings
+from ralph_context.errors import InvalidInput
 from ralph_context.metadata_filter import MetadataCondition, check_metadata_filter
-from ralph_context.models import ContextItem, ContextType, JsonValue
+from ralph_context.models import ContextItem, ContextState, ContextType, JsonValue
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.validation import (
     check_content,
@@ -30,12 +31,15 @@ from ralph_context.validation import (
 __all__ = [
     "MAX_CANDIDATES",
     "MAX_ITEMS",
+    "MAX_PAGE",
     "MAX_QUERY_CHARS",
     "MAX_TOKENS",
     "MIN_SCORE_HELP",
+    "Browse",
     "NewItem",
     "Query",
     "build_item",
+    "check_browse",
     "check_query",
 ]
 
@@ -43,6 +47,8 @@ MAX_QUERY_CHARS = 500
 MAX_ITEMS = 50
 # Raw candidates per half that Engine.candidates hands out at most.
 MAX_CANDIDATES = 200
+# Items on one page of Engine.browse at most.
+MAX_PAGE = 500
 # The largest token budget a query may ask for (a 1M-token context window).
 MAX_TOKENS = 1_000_000
 # One wording of the retrieval cut for every face (CLI, MCP tool, README): it applies to the
@@ -133,4 +139,53 @@ def build_item(entry: NewItem, *, max_bytes: int, iteration: int) -> ContextItem
         source=check_text(entry.source, name="source", max_chars=200),
         created_iteration=check_int(created, name="iteration", low=0),
         original_length=len(content),
+    )
+
+
+@dataclass(frozen=True)
+class Browse:
+    """A validated page request of :meth:`Engine.browse`."""
+
+    where: ItemFilter
+    archived: bool
+    offset: int
+    limit: int
+
+
+def check_browse(
+    context_types: Sequence[ContextType | str] | None,
+    state: ContextState | str | None,
+    tags: Sequence[str] | None,
+    min_iteration: int | None,
+    max_iteration: int | None,
+    offset: int,
+    limit: int,
+) -> Browse:
+    """The arguments of :meth:`Engine.browse`, checked.
+
+    Raises:
+        InvalidInput: A bad type, state, tag, iteration bound, offset or limit.
+    """
+    chosen = None
+    if state is not None:
+        try:
+            chosen = ContextState(state)
+        except ValueError:
+            allowed = ", ".join(s.value for s in ContextState)
+            raise InvalidInput(f"state {state!r:.40} is not one of {allowed}") from None
+    low = None if min_iteration is None else check_int(min_iteration, name="min_iteration", low=0)
+    high = None if max_iteration is None else check_int(max_iteration, name="max_iteration", low=0)
+    archived = chosen is ContextState.ARCHIVED
+    where = ItemFilter(
+        types=check_context_types(context_types),
+        states=() if chosen is None or archived else (chosen,),
+        tags_any=check_tags(tags),
+        min_iteration=low,
+        max_iteration=high,
+    )
+    return Browse(
+        where,
+        archived,
+        check_int(offset, name="offset", low=0),
+        check_int(limit, name="limit", high=MAX_PAGE),
     )

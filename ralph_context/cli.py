@@ -6,7 +6,7 @@ configuration, 1 for everything else) without touching the store.
 
 This module composes the command groups, each in its own module: ``cli_items`` (store,
 search, forget, demo), ``cli_store`` (stats, health, export, import, reindex), ``cli_serve``
-(serve, init, ralph run), ``cli_model``, ``cli_bench``, ``cli_studio``, ``cli_access``
+(serve, console, init, ralph run), ``cli_model``, ``cli_bench``, ``cli_studio``, ``cli_access``
 (token, namespaces) and ``cli_hook``. They share ``cli_app`` (the Typer app and common
 options), ``cli_output`` (settings, errors, printing) and ``cli_engine`` (the engine).
 """
@@ -25,7 +25,7 @@ from ralph_context.cli_hook import hook_command
 from ralph_context.cli_items import demo, forget, search, store
 from ralph_context.cli_model import model_app
 from ralph_context.cli_output import out
-from ralph_context.cli_serve import init, ralph_app, serve
+from ralph_context.cli_serve import console, init, ralph_app, serve
 from ralph_context.cli_store import export_, health, import_, reindex, stats
 from ralph_context.cli_studio import studio_app
 
@@ -49,6 +49,7 @@ app.command("health")(health)
 app.command("reindex")(reindex)
 app.command("demo")(demo)
 app.command("serve")(serve)
+app.command("console")(console)
 app.command("init")(init)
 app.add_typer(model_app, name="model")
 app.add_typer(bench_app, name="bench")

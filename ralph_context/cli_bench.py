@@ -32,7 +32,9 @@ class AbAgent(StrEnum):
     OPENAI = "openai"
 
 
-bench_app = App(help="Benchmarks: A/B loops with memory, LoCoMo retrieval recall.")
+bench_app = App(
+    help="Benchmarks: A/B loops with memory, LoCoMo retrieval recall, latency, the console."
+)
 
 _NO_BENCHMARKS = (
     "the benchmarks package is not importable: run from a source checkout of ralph-context "
@@ -239,4 +241,31 @@ def latency(
                 progress=start,
             )
         )
+    report(results, out, write_outputs, markdown)
+
+
+@bench_app.command("console")
+def console(
+    data: Annotated[
+        Path | None,
+        typer.Option(help="LoCoMo JSON (its turns fill the store, its questions are searched)."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for results.json and results.md.")] = Path(
+        "benchmarks/console/out"
+    ),
+    items: Annotated[int, typer.Option(min=1_000, help="Items in the store.")] = 10_000,
+    iterations: Annotated[int, typer.Option(min=1, help="Iteration results recorded.")] = 100,
+    requests: Annotated[int, typer.Option(min=5, help="Timed requests per page.")] = 30,
+    log_level: LogOption = None,
+) -> None:
+    """Server time of every console page (search, items, item, iterations, health) against
+    a store of --items, through a real server; target 300 ms a page."""
+    start_logging(log_level)
+    if data is None:
+        raise fail(_LOCOMO_HINT.replace("bench retrieval", "bench console"))
+    try:
+        from benchmarks.console.run import markdown, measure, write_outputs
+    except ImportError:
+        raise fail(_NO_BENCHMARKS) from None
+    results = measure(data, items=items, iterations=iterations, requests=requests)
     report(results, out, write_outputs, markdown)

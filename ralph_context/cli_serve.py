@@ -1,13 +1,14 @@
-"""``ralph-context serve``, ``init`` and ``ralph run``: memory attached to agents, as an MCP
-server, registered for a client (``.mcp.json``, Ralph v2's ``ralph.yml``), or around Ralph
-1.x's loop in this process.
+"""``ralph-context serve``, ``console``, ``init`` and ``ralph run``: memory attached to
+agents, as an MCP server (and its console in a browser), registered for a client
+(``.mcp.json``, Ralph v2's ``ralph.yml``), or around Ralph 1.x's loop in this process.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.table import Table
@@ -23,10 +24,10 @@ from ralph_context.cli_app import (
 )
 from ralph_context.cli_engine import run
 from ralph_context.cli_output import err, fail, load_settings, out
-from ralph_context.config import default_file
+from ralph_context.config import Settings, default_file
 from ralph_context.errors import ConfigError, RalphContextError
 
-__all__ = ["init", "ralph_app", "serve"]
+__all__ = ["console", "init", "ralph_app", "serve"]
 
 
 def serve(
@@ -49,13 +50,42 @@ def serve(
     config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
-    """Run the MCP server (stdio by default; --transport http serves http://HOST:PORT/mcp)."""
+    """Run the MCP server (stdio by default; --transport http serves /mcp and /console)."""
     settings = load_settings(config, log_level)
     if namespace is not None:
         try:
             settings = settings.with_overrides(storage={"namespace": namespace})
         except ConfigError:
             raise fail(f"--namespace {namespace!r}: use {namespaces.NAME_RULE}", 2) from None
+    chosen = None if transport is None else transport.value
+    _serve(settings, chosen, host, port, read_only)
+
+
+def console(
+    host: Annotated[str | None, typer.Option(help="Bind address.")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port.")] = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Look only: no write button, writes refused.")
+    ] = False,
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="Print the console's URL; open no browser.")
+    ] = False,
+    config: ConfigOption = None,
+    log_level: LogOption = None,
+) -> None:
+    """Serve over HTTP and open the memory console (http://HOST:PORT/console) in a browser."""
+    settings = load_settings(config, log_level)
+    _serve(settings, "http", host, port, read_only, None if no_browser else _open_browser)
+
+
+def _serve(
+    settings: Settings,
+    transport: str | None,
+    host: str | None,
+    port: int | None,
+    read_only: bool,
+    on_console: Callable[[str], object] | None = None,
+) -> None:
     # Said before the imports below (~2 s) and the model's loading: a person who started
     # the server sees at once that it is on its way, whatever the log level.
     store = "memory" if settings.is_ephemeral else str(settings.store_path())
@@ -68,8 +98,27 @@ def serve(
     from ralph_context.server.run import Transport
     from ralph_context.server.run import serve as serve_mcp
 
-    chosen: Transport | None = None if transport is None else transport.value
-    run(lambda: serve_mcp(settings, transport=chosen, host=host, port=port, read_only=read_only))
+    chosen = cast(Transport | None, transport)
+    run(
+        lambda: serve_mcp(
+            settings,
+            transport=chosen,
+            host=host,
+            port=port,
+            read_only=read_only,
+            on_console=on_console,
+        )
+    )
+
+
+def _open_browser(url: str) -> None:
+    """The console in the user's browser (``$BROWSER`` when set, as ``webbrowser`` reads
+    it); without one, the URL to open by hand."""
+    import webbrowser
+
+    if not webbrowser.open(url):
+        sys.stderr.write(f"ralph-context: no browser to open here; open {url}\n")
+        sys.stderr.flush()
 
 
 def init(

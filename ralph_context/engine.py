@@ -15,7 +15,9 @@ lifetime and health, and the paths all of it shares.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
@@ -25,6 +27,7 @@ from ralph_context.arguments import (
     MAX_ITEMS,
     MAX_QUERY_CHARS,
     NewItem,
+    check_browse,
     check_query,
 )
 from ralph_context.embeddings.local import Vectors
@@ -37,6 +40,7 @@ from ralph_context.errors import (
 from ralph_context.metadata_filter import MetadataCondition
 from ralph_context.models import (
     ContextItem,
+    ContextState,
     ContextType,
     JsonValue,
     RetrievalResult,
@@ -53,12 +57,22 @@ from ralph_context.validation import (
     check_tags,
 )
 
-__all__ = ["Engine", "EngineHealth", "NewItem"]
+__all__ = ["Engine", "EngineHealth", "ItemPage", "NewItem"]
 
 T = TypeVar("T")
 
 # Skills listed by get_skills at most (they are few and curated).
 MAX_SKILLS = 1_000
+
+
+@dataclass(frozen=True)
+class ItemPage:
+    """A page of :meth:`Engine.browse`: its items, how many the filter selects, and where
+    the page starts among them."""
+
+    items: tuple[ContextItem, ...]
+    total: int
+    offset: int
 
 
 class Engine(IterationLoop):
@@ -243,9 +257,13 @@ class Engine(IterationLoop):
             prefer_types=prefer_types,
             metadata=metadata,
         )
+        started = time.perf_counter()
         with self._foreground.busy():
             await self._sync_skillbook()
-            return await self._require_retriever().search(request)
+            result = await self._require_retriever().search(request)
+        elapsed = (time.perf_counter() - started) * 1000
+        self.observed.retrieval(elapsed, result.tier, result.degraded_reason)
+        return result
 
     async def candidates(
         self,
@@ -275,6 +293,43 @@ class Engine(IterationLoop):
         )
         where = ItemFilter(tags_any=check_tags(tags))
         return await self._require_retriever().candidates(text, count, where, text_count)
+
+    async def browse(
+        self,
+        *,
+        context_types: Sequence[ContextType | str] | None = None,
+        state: ContextState | str | None = None,
+        tags: Sequence[str] | None = None,
+        min_iteration: int | None = None,
+        max_iteration: int | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> ItemPage:
+        """A page of stored items, newest first, for people looking through a store (the
+        console); loops call :meth:`search`. ``state`` ``archived`` pages the archive, any
+        other state the hot table; ``None``: every item in the hot table.
+
+        Raises:
+            InvalidInput: A bad filter, offset or limit (1-500).
+            ActorUnavailable, StoreError: The store is down.
+        """
+        page = check_browse(context_types, state, tags, min_iteration, max_iteration, offset, limit)
+        items, total = await self._require_storage().page_items(
+            page.where, page.offset, page.limit, archived=page.archived
+        )
+        return ItemPage(tuple(items), total, page.offset)
+
+    async def stored_per_iteration(self, first: int, last: int) -> dict[int, int]:
+        """Items of the hot table created in each iteration from ``first`` to ``last``
+        (an iteration that stored none is missing).
+
+        Raises:
+            InvalidInput: ``first`` or ``last`` is not a non-negative integer.
+            ActorUnavailable, StoreError: The store is down.
+        """
+        low = check_int(first, name="first", low=0)
+        high = check_int(last, name="last", low=0)
+        return await self._require_storage().iteration_counts(low, high)
 
     async def in_packs(self, function: Callable[[PackSpace], T]) -> T:
         """Run a tool pack's blocking table function inside the storage actor (the store's

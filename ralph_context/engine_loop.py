@@ -273,4 +273,5 @@ class IterationLoop(EngineWiring):
                 # The store has the feedback; only the file's counts missed it.
                 log.warning("skillbook_feedback_not_written", item_id=target, error=str(exc))
         log.info("feedback", item_id=target, helpful=helpful, usefulness=score, reason=reason)
+        self.observed.useful(target, helpful, score, reason)
         return score

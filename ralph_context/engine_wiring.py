@@ -19,15 +19,10 @@ import structlog
 from ralph_context._logging import ensure_logging
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.inference import InferenceActor
-from ralph_context.actors.lifecycle import (
-    LifecycleActor,
-)
+from ralph_context.actors.lifecycle import LifecycleActor
 from ralph_context.actors.scoring import ScoringActor
 from ralph_context.actors.storage import StorageActor
-from ralph_context.arguments import (
-    NewItem,
-    build_item,
-)
+from ralph_context.arguments import NewItem, build_item
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
 from ralph_context.errors import (
@@ -35,10 +30,8 @@ from ralph_context.errors import (
     RalphContextError,
     StoreError,
 )
-from ralph_context.models import (
-    ContextItem,
-    Tier,
-)
+from ralph_context.models import ContextItem, Tier
+from ralph_context.observed import Observations
 from ralph_context.retrieval import Retriever
 from ralph_context.runtime import Foreground, HealthSnapshot, Supervisor
 from ralph_context.skillbook_sync import SkillbookSync
@@ -119,6 +112,8 @@ class EngineWiring:
         self._iteration = 0
         # Searches and stores in flight: lifecycle steps wait until there are none.
         self._foreground = Foreground()
+        # Latencies, tiers, lifecycle passes and feedback since start (the console shows them).
+        self.observed = Observations()
 
     async def __aenter__(self) -> Self:
         ensure_logging()
@@ -187,6 +182,7 @@ class EngineWiring:
             inference=inference,
             clock=lambda: self._iteration,
             foreground=self._foreground,
+            observed=self.observed,
         )
         await supervisor.start(lifecycle)
         self._lifecycle = lifecycle

@@ -83,11 +83,15 @@ class ServerProcess(subprocess.Popen[bytes]):
 
 
 def start_http_server(
-    config: Path, *args: str, env: dict[str, str] | None = None
+    config: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    command: tuple[str, ...] = ("serve", "--transport", "http"),
 ) -> tuple[ServerProcess, str]:
     """The server on a free port, serving the store ``config`` names; returns it, once it
-    said it listens (its ready line on stderr), and its URL. ``args``: more ``serve``
-    options; ``env``: more environment variables. Stop it with ``ServerProcess.stop``.
+    said it listens (its ready line on stderr), and its URL. ``args``: more options of
+    ``command`` (``ralph-context console`` serves HTTP too); ``env``: more environment
+    variables. Stop it with ``ServerProcess.stop``.
 
     Raises:
         AssertionError: The server exited, or was not ready within ``READY_WITHIN`` (its
@@ -96,7 +100,7 @@ def start_http_server(
     port = free_port()
     log = tempfile.TemporaryFile()
     process = ServerProcess(
-        [*CLI, "serve", "--transport", "http", "--port", str(port), *args],
+        [*CLI, *command, "--port", str(port), *args],
         env={**environment(config), **(env or {})},
         cwd=config.parent,
         stdout=subprocess.PIPE,

@@ -77,6 +77,24 @@ def test_the_wheel_holds_every_file_of_the_package(wheel: Path) -> None:
         packaged = {name for name in archive.namelist() if name.startswith("ralph_context/")}
     assert packaged == expected
     assert "ralph_context/py.typed" in packaged
+    console = "ralph_context/server/console/"
+    assert {f"{console}templates/search.html", f"{console}static/console.css"} <= packaged
+
+
+def test_the_tool_renders_the_console_from_the_wheel(tool: Path, outside: Path) -> None:
+    """The console's templates load from the installed package, with its own Jinja2."""
+    page = run(
+        [
+            str(tool / "python"),
+            "-c",
+            "from ralph_context.server.console.render import Renderer; "
+            "print(Renderer().env.get_template('login.html')"
+            ".render(csrf='<x>', next='/console/', problem=None))",
+        ],
+        outside,
+    )
+    assert 'name="csrf" value="&lt;x&gt;"' in page
+    assert '<link rel="stylesheet" href="/console/static/console.css">' in page
 
 
 def test_the_tool_runs_the_wheel_alone(tool: Path, outside: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 
 import anyio
 import structlog
@@ -29,6 +30,7 @@ from ralph_context.lifecycle.policy import (
 )
 from ralph_context.lifecycle.summarize import worth_summarizing
 from ralph_context.models import ContextState
+from ralph_context.observed import Observations, PassRecord
 from ralph_context.runtime import Actor, Envelope, Foreground
 from ralph_context.storage.filters import DueFilter
 
@@ -116,6 +118,7 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         inference: Writes summaries when ``lifecycle.summarizer_model`` is set.
         clock: The current iteration.
         foreground: The loop's requests in flight; each step of a pass waits for none.
+        observed: Where each pass is recorded for the console (none: not recorded).
     """
 
     def __init__(
@@ -127,8 +130,10 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         inference: InferenceActor | None = None,
         clock: Callable[[], int],
         foreground: Foreground | None = None,
+        observed: Observations | None = None,
     ) -> None:
         super().__init__("lifecycle", inbox_size=64, max_batch=64)
+        self.observed = observed
         self.settings = settings
         self.storage = storage
         self.embedding = embedding
@@ -152,9 +157,30 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
             except RalphContextError as error:
                 envelope.refuse(error)
                 continue
+            self._record(request, report)
             if reusable:
                 shared = report
             envelope.resolve(report)
+
+    def _record(self, request: LifecycleRequest, report: LifecycleReport) -> None:
+        if self.observed is None:
+            return
+        kind = {RunLifecycle: "clock", SummarizeOld: "summarize", PruneLowValue: "prune"}
+        self.observed.lifecycle_pass(
+            PassRecord(
+                at=datetime.now(UTC),
+                kind=kind[type(request)],
+                dry_run=report.dry_run,
+                iteration=report.iteration,
+                summarized=report.summarized,
+                archived=report.archived,
+                pruned=(*report.pruned, *report.pruned_for_space),
+                aged=len(report.aged),
+                chars_saved=report.chars_saved,
+                summarizer=report.summarizer,
+                notes=report.notes,
+            )
+        )
 
     async def handle(self, request: LifecycleRequest) -> LifecycleReport:
         await self.foreground.quiet(at_most=_MAX_REST)

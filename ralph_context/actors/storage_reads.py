@@ -59,6 +59,14 @@ class StorageReads(Actor[StorageRequest, object]):
     async def list_items(self, where: ItemFilter, limit: int) -> list[ContextItem]:
         return await self._read(LanceStore.list_items, where, limit)
 
+    async def page_items(
+        self, where: ItemFilter, offset: int, limit: int, *, archived: bool = False
+    ) -> tuple[list[ContextItem], int]:
+        return await self._read(LanceStore.page_items, where, offset, limit, archived)
+
+    async def iteration_counts(self, first: int, last: int) -> dict[int, int]:
+        return await self._read(LanceStore.iteration_counts, first, last)
+
     async def vector_search(
         self, vector: Vectors, limit: int, where: ItemFilter
     ) -> list[VectorHit]:

@@ -45,5 +45,8 @@ class ServerSettings(Section):
     # were writes waiting for maintenance); at 8, none, but with 8 searches at once the
     # low-priority maintenance starved and writes waited up to 3.9 s (50 clients: 2.4 s).
     min_in_flight: int = Field(default=2, ge=1)
+    # `bench ab`'s results.json, relative to the project root: the console's Iterations page
+    # plots its iterations per task kind when the file is there.
+    ab_results: Path = Path("benchmarks/ab/results/results.json")
     # Namespaces one server opens at most (each keeps its tables and caches in memory).
     max_namespaces: int = Field(default=32, ge=1)

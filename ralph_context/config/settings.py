@@ -165,6 +165,11 @@ class Settings(BaseSettings):
         path = self.server.token_file.expanduser()
         return path if path.is_absolute() else self._root / path
 
+    def ab_results_path(self) -> Path:
+        """The A/B results the console plots (``server.ab_results``), against the project root."""
+        path = self.server.ab_results.expanduser()
+        return path if path.is_absolute() else self._root / path
+
     def skillbook_path(self) -> Path:
         """The ACE skillbook file, resolved against the project root; a namespace other
         than ``default`` keeps its own inside its folder (a skillbook is one project's)."""

@@ -9,6 +9,8 @@ A session lives in one namespace's manager, so its id means nothing in another.
 In front of every namespace, in order: the bearer token (401, or 403 for a namespace the
 token does not grant), the per-client rate limit and the bound on calls in flight (429
 with ``Retry-After``), then the SDK's Host/Origin check, which stays on for every bind.
+The memory console (``server/console``) answers at ``/console`` on the same port, behind
+the same tokens and the same Host/Origin check.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from ralph_context import namespaces
@@ -37,6 +39,7 @@ from ralph_context.config import EmbeddingsSettings, ServerSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.engine import Engine
 from ralph_context.server.app import serving
+from ralph_context.server.console import console_routes
 from ralph_context.server.limits import InFlight, RateLimiter, retry_after
 from ralph_context.server.tokens import TokenBook
 
@@ -107,6 +110,24 @@ class Spaces:
             self.group.start_soon(self._serve, name, space)
         await space.ready.wait()
         return space
+
+    async def engine(self, name: str) -> Engine:
+        """Namespace ``name``'s engine, started if it was not (the console's way in).
+
+        Raises:
+            RuntimeError: Too many namespaces are open, or this one could not be opened.
+        """
+        space = await self.get(name)
+        if space.engine is None:
+            raise RuntimeError(f"namespace {name!r} could not be opened: {space.error}")
+        return space.engine
+
+    def names(self) -> list[str]:
+        """The namespaces of the store on disk and those open now."""
+        found = set(self._spaces)
+        if not self.settings.is_ephemeral:
+            found.update(namespaces.names(self.settings.store_root()))
+        return sorted(found)
 
     def close(self) -> None:
         self._closing.set()
@@ -283,7 +304,8 @@ def _address(scope: Scope) -> str:
 
 
 def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
-    """The Starlette app: both routes, bearer authentication when tokens are set."""
+    """The Starlette app: both MCP routes and the console (``/console``), bearer
+    authentication when tokens are set."""
     limits = spaces.settings.server
     endpoint = _Endpoint(
         spaces,
@@ -298,5 +320,6 @@ def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
     middleware = []
     if tokens.enabled:
         middleware.append(Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(tokens)))
-    routes = [Route("/mcp", endpoint), Route("/ns/{name}/mcp", endpoint)]
+    routes: list[BaseRoute] = [Route("/mcp", endpoint), Route("/ns/{name}/mcp", endpoint)]
+    routes += console_routes(spaces, tokens)
     return Starlette(routes=routes, middleware=middleware)

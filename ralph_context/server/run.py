@@ -10,6 +10,7 @@ stderr) and without an access log.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +24,7 @@ from ralph_context.config import Settings
 from ralph_context.engine import Engine
 from ralph_context.errors import ConfigError
 from ralph_context.server.app import serving
+from ralph_context.server.console import PREFIX
 from ralph_context.server.http import LOOPBACK, Spaces, build_app
 from ralph_context.server.tokens import TokenBook
 from ralph_context.storage import writer_lock
@@ -41,12 +43,15 @@ async def serve(
     host: str | None = None,
     port: int | None = None,
     read_only: bool = False,
+    on_console: Callable[[str], object] | None = None,
 ) -> None:
     """Serve until the client disconnects (stdio) or the process is interrupted (HTTP).
 
     Over stdio the namespace is ``storage.namespace``; over HTTP every namespace is served
-    (``/mcp`` is ``default``, ``/ns/<name>/mcp`` the others). ``read_only``: no write tools,
-    the store opened without its writer lock.
+    (``/mcp`` is ``default``, ``/ns/<name>/mcp`` the others) and the console at
+    ``/console``. ``read_only``: no write tools, the store opened without its writer lock.
+    ``on_console``: called (in a worker thread) with the console's URL once the HTTP server
+    listens (``ralph-context console`` opens a browser there).
 
     Raises:
         ConfigError: Invalid custom prompts or tokens; a bind beyond loopback without a
@@ -84,7 +89,8 @@ async def serve(
         log.info("serving", transport="http", auth=auth, read_only=read_only, **facts)
         described = _listed({**facts, "auth": auth, "other namespaces": "/ns/NAME/mcp"})
         try:
-            await _uvicorn(build_app(spaces, tokens), bind, number, store, "/mcp", described)
+            app = build_app(spaces, tokens)
+            await _uvicorn(app, bind, number, store, "/mcp", described, on_console)
         finally:
             spaces.close()
 
@@ -128,11 +134,18 @@ def _listed(facts: dict[str, str]) -> str:
 
 
 async def _uvicorn(
-    app: Starlette, host: str, port: int, store: Path | None, path: str, described: str
+    app: Starlette,
+    host: str,
+    port: int,
+    store: Path | None,
+    path: str,
+    described: str,
+    on_console: Callable[[str], object] | None = None,
 ) -> None:
     """Serve ``app``; once it listens, say so, and the store's writer note names its URL, so
     another process that wants the store (the Ralph plugin) connects here instead of
-    opening it."""
+    opening it. Over streamable HTTP the console's URL is said too (and handed to
+    ``on_console``)."""
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
     server = uvicorn.Server(config)
 
@@ -145,6 +158,12 @@ async def _uvicorn(
         _say(f"serving {url} ({described})")
         if store is not None:
             writer_lock.advertise(store, url)
+        if path == "/mcp":
+            console = url.removesuffix(path) + PREFIX
+            _say(f"console {console}")
+            if on_console is not None:
+                # webbrowser.open may wait for the browser it starts: not on the event loop.
+                await anyio.to_thread.run_sync(on_console, console)
 
     async with anyio.create_task_group() as group:
         group.start_soon(advertise)

@@ -21,6 +21,7 @@ from typing import Any, Literal
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.index import IvfSq
 
 from ralph_context.embeddings.local import Vectors
@@ -195,6 +196,25 @@ class ArchiveStore:
         if reason is not None:
             found = [entry for entry in found if entry.reason == reason]
         return found
+
+    def page(self, where: ItemFilter, offset: int, limit: int) -> tuple[list[ContextItem], int]:
+        """One page of the archived items (not originals) ``where`` selects, most recently
+        archived first, and how many it selects: the ids and times of the selection are
+        sorted, then only the page's rows are read whole."""
+        clause = where.to_sql()
+        condition = "reason = 'archived'" + (f" AND ({clause})" if clause else "")
+        columns = ["id", "archived_at"]
+        found = [
+            reads.rows_where(self._table(name), condition, None, columns=columns)
+            for name in self.tables()
+        ]
+        if not found:
+            return [], 0
+        table = pa.concat_tables(found)
+        order = pc.sort_indices(table, sort_keys=[("archived_at", "descending")])
+        ids = [str(i) for i in table.column("id").take(order[offset : offset + limit]).to_pylist()]
+        items = {entry.item.id: entry.item for entry in self.get(ids, "archived")}
+        return [items[i] for i in ids if i in items], table.num_rows
 
     def vector_search(
         self, query: Vectors, limit: int, where: ItemFilter

@@ -87,9 +87,14 @@ def text_rows(
     return _run(query.to_arrow())
 
 
-def rows_where(table: Any, where: str | None, limit: int | None) -> pa.Table:
-    """Rows matching ``where`` (all rows when ``None``), at most ``limit`` (``None``: all)."""
+def rows_where(
+    table: Any, where: str | None, limit: int | None, *, columns: list[str] | None = None
+) -> pa.Table:
+    """Rows matching ``where`` (all rows when ``None``), at most ``limit`` (``None``: all);
+    only ``columns`` when given (a listing sorts a few columns, not every row whole)."""
     query = async_table(table).query()
+    if columns is not None:
+        query = query.select(columns)
     if where:
         query = query.where(where)
     if limit is not None:

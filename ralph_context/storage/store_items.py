@@ -63,6 +63,31 @@ class StoreItems(StoreCore):
         rows = reads.rows_where(self.items, self._where(where), limit).to_pylist()
         return [self._item(r) for r in rows]
 
+    def page_items(
+        self, where: ItemFilter, offset: int, limit: int, archived: bool = False
+    ) -> tuple[list[ContextItem], int]:
+        """One page of the items ``where`` selects, newest first, and how many it selects
+        (``archived``: of the archive, most recently archived first).
+
+        Only the selection's ids and times are read and sorted, then the page's rows: at
+        10k items a page is two small queries, not a read of every row."""
+        if archived:
+            return self.archive.page(where, offset, limit)
+        columns = ["id", "created_at", "sequence"]
+        table = reads.rows_where(self.items, self._where(where), None, columns=columns)
+        keys = [("created_at", "descending"), ("sequence", "descending")]
+        order = pc.sort_indices(table, sort_keys=keys)[offset : offset + limit]
+        ids = [str(i) for i in table.column("id").take(order).to_pylist()]
+        return self.get_items(ids), table.num_rows
+
+    def iteration_counts(self, first: int, last: int) -> dict[int, int]:
+        """Items of the hot table created in each iteration from ``first`` to ``last``."""
+        where = ItemFilter(min_iteration=first, max_iteration=last).to_sql()
+        table = reads.rows_where(self.items, where, None, columns=["created_iteration"])
+        created = table.column("created_iteration").to_numpy()
+        numbers, counts = np.unique(created, return_counts=True)
+        return {int(n): int(c) for n, c in zip(numbers.tolist(), counts.tolist(), strict=True)}
+
     def vector_search(
         self, query: Vectors, limit: int, where: ItemFilter
     ) -> list[tuple[ContextItem, float, Vectors]]:

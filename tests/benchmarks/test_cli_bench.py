@@ -113,3 +113,30 @@ def test_bench_errors_are_one_clear_line(tmp_path: Path) -> None:
     assert sizes.returncode == 2 and "--items must be comma-separated integers" in sizes.stderr
     openai = cli("bench", "ab", "--agent", "openai", check=False)
     assert openai.returncode == 2 and "needs --base-url and --model" in openai.stderr
+
+
+@pytest.mark.model
+def test_bench_console_times_every_page_and_writes_its_files(tmp_path: Path) -> None:
+    done = cli(
+        "bench",
+        "console",
+        "--data",
+        str(HERE / "tiny_locomo.json"),
+        "--items",
+        "1000",
+        "--iterations",
+        "10",
+        "--requests",
+        "5",
+        "--out",
+        str(tmp_path),
+    )
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["store"]["items"] + results["store"]["archived"] == 1000 + 2  # 2 errors
+    pages = results["pages"]
+    assert {"search", "items: archived", "item", "iterations", "health"} <= set(pages)
+    for page in pages.values():
+        assert page["requests"] == 5
+        assert 0 < page["server_p50_ms"] <= page["wall_p50_ms"]
+    assert results["met"] == (results["worst_server_p99_ms"] <= 300)
+    assert "| health |" in done.stderr and (tmp_path / "results.md").is_file()

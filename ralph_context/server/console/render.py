@@ -1,0 +1,98 @@
+"""Pages as HTML: the Jinja2 templates shipped in this package, autoescaped, and the
+headers every console page carries.
+
+Autoescaping is on for every template, so whatever an agent stored (``<script>`` included)
+is shown as text. The Content-Security-Policy allows scripts and styles from this server
+only (``/console/static``): an injected inline script would not run even if escaping
+failed. Pages are never cached (they show a store that changes under them) and say in
+``Server-Timing`` how long the server took to make them (``bench console`` reads it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.responses import HTMLResponse
+
+__all__ = ["HEADERS", "Renderer"]
+
+HERE = Path(__file__).resolve().parent
+HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def _ago(when: datetime | None) -> str:
+    if when is None:
+        return "never"
+    seconds = (datetime.now(UTC) - when).total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit} ago"
+    return f"{max(seconds, 0):.0f} s ago"
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
+
+
+def _bar(value: float, scale: float = 1.0) -> float:
+    """A bar's width in percent of its track (``value`` over ``scale``, clamped)."""
+    if not math.isfinite(value) or scale <= 0:
+        return 0.0
+    return round(max(0.0, min(value / scale, 1.0)) * 100, 1)
+
+
+def _short(text: str, limit: int = 240) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _pretty(value: object) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+class Renderer:
+    """The console's templates and filters."""
+
+    def __init__(self) -> None:
+        self.env = Environment(
+            loader=FileSystemLoader(HERE / "templates"),
+            autoescape=True,
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters.update(ago=_ago, size=_size, bar=_bar, short=_short, pretty=_pretty)
+
+    def page(
+        self,
+        template: str,
+        context: dict[str, Any],
+        *,
+        started: float,
+        status: int = 200,
+    ) -> HTMLResponse:
+        """``template`` rendered with ``context``; ``started`` (``perf_counter``) is when
+        the request began, for ``Server-Timing``."""
+        body = self.env.get_template(template).render(context)
+        took = (time.perf_counter() - started) * 1000
+        headers = {**HEADERS, "Server-Timing": f"app;dur={took:.2f}"}
+        return HTMLResponse(body, status_code=status, headers=headers)
