@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -349,3 +350,11 @@ def test_prompt_data_is_deprecated_with_a_warning_and_an_error_pointing_to_promp
         ("warning", "deprecated_config_key")
     ]
     assert logs[0]["replacement"] == "learning.mcp_context.prompts"
+
+
+def test_calls_in_flight_default_to_six_per_core() -> None:
+    from ralph_context.config import ServerSettings
+
+    cores = os.cpu_count() or 2
+    assert ServerSettings().in_flight_bound == 6 * cores
+    assert ServerSettings(max_in_flight=3).in_flight_bound == 3

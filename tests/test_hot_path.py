@@ -7,9 +7,11 @@ order of events (a search answers while a write is still running), never a durat
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import anyio
 import numpy as np
+import pytest
 
 from ralph_context import (
     ContextItem,
@@ -23,6 +25,7 @@ from ralph_context import (
 from ralph_context.actors.storage import FlushUsage
 from ralph_context.embeddings.local import BULK_TEXTS, LocalEmbedder
 from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.upkeep_worker import UpkeepWorker
 from tests.helpers import Loader, SettingsFactory
 
 
@@ -140,6 +143,49 @@ async def test_compaction_waits_while_the_loop_has_a_request_in_flight(
             after = storage._writes
     assert waiting == 3
     assert after == 0
+
+
+async def test_overdue_maintenance_under_load_runs_at_the_writers_priority(
+    make_settings: SettingsFactory, shared_model: Loader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Maintenance that runs with requests in flight (four cadences overdue) does its
+    upkeep in the writer's process, not in the niced child the searches starve (the
+    writer waits for it, and every write with it); in calm it still goes to the child."""
+    asked: list[str] = []
+    real = UpkeepWorker._ask
+
+    def ask(self: UpkeepWorker, request: dict[str, Any]) -> dict[str, Any] | None:
+        asked.append(request["op"])
+        return real(self, request)
+
+    monkeypatch.setattr(UpkeepWorker, "_ask", ask)
+    settings = make_settings(storage={"optimize_every_writes": 2})
+    with anyio.fail_after(120):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            storage = engine._require_storage()
+
+            async def write(text: str) -> None:
+                item = ContextItem(content=text, content_type=ContextType.OUTPUT)
+                await storage.add_items([(item, None)])
+
+            with engine._foreground.busy():
+                for n in range(8):  # the eighth write is four cadences of two
+                    await write(f"busy {n}")
+                # Maintenance runs in the writer's lane right after that write was
+                # answered: a request through the lane is served once it is done.
+                await storage.call(FlushUsage(), timeout=60)
+                overdue_ran = storage._writes == 0
+                asked_under_load = list(asked)
+            await anyio.sleep(engine._foreground.settle * 2)
+            await write("calm 1")
+            await write("calm 2")
+            await storage.call(FlushUsage(), timeout=60)
+            asked_in_calm = asked[len(asked_under_load) :]
+            stored = (await engine.stats()).items
+    assert overdue_ran
+    assert asked_under_load == []
+    assert "compact" in asked_in_calm
+    assert stored == 10
 
 
 async def test_a_repeated_query_is_embedded_once(

@@ -56,6 +56,7 @@ from ralph_context.errors import ModelMismatch, RalphContextError, StoreError, S
 from ralph_context.runtime import Envelope, Foreground, PermanentFailure
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.upkeep_worker import at_normal_priority
 
 __all__ = [
     "AddItems",
@@ -276,7 +277,9 @@ class StorageActor(StorageReads, StorageWrites):
                 envelope.refuse(StoreError(f"the store rejected the request: {error}"))
             index += 1
         if self._maintenance_due():
-            await self._maintain()
+            # Due with requests in flight only when overdue: then it must not wait for CPU
+            # the searches leave over (see upkeep_worker.at_normal_priority).
+            await self._maintain(urgent=not self.foreground.calm)
 
     async def _add_together(self, adds: Sequence[Envelope[StorageRequest, object]]) -> bool:
         """One write for several callers; False (nothing written) if the data was refused,
@@ -349,10 +352,17 @@ class StorageActor(StorageReads, StorageWrites):
             f"{type(request).__name__} is a write"
         )
 
-    async def _maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
+    async def _maintain(self, *, reclaim: bool = False, urgent: bool = False) -> MaintenanceReport:
         self._writes = 0
         self._flushed_at = anyio.current_time()
-        return await self._run(lambda: self.store.maintain(reclaim=reclaim))
+
+        def maintain() -> MaintenanceReport:
+            if not urgent:
+                return self.store.maintain(reclaim=reclaim)
+            with at_normal_priority():
+                return self.store.maintain(reclaim=reclaim)
+
+        return await self._run(maintain)
 
     async def _flush_usage(self) -> None:
         self._flushed_at = anyio.current_time()

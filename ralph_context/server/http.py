@@ -312,7 +312,7 @@ def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
         tokens,
         RateLimiter(limits.rate_limit_per_second, limits.rate_limit_burst),
         InFlight(
-            limits.max_in_flight,
+            limits.in_flight_bound,
             limits.target_latency_ms / 1000 or None,
             floor=limits.min_in_flight,
         ),

@@ -26,12 +26,23 @@ import select
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 from typing import IO, Any
 
 import structlog
 
-__all__ = ["DEADLINE_SECONDS", "NICENESS", "UpkeepWorker", "main", "run_operation", "worker"]
+__all__ = [
+    "DEADLINE_SECONDS",
+    "NICENESS",
+    "UpkeepWorker",
+    "at_normal_priority",
+    "main",
+    "run_operation",
+    "worker",
+]
 
 log = structlog.get_logger("ralph_context.storage")
 
@@ -91,6 +102,9 @@ class UpkeepWorker:
             TimeoutError: The child did not answer within ``deadline`` (it is killed; the
                 next operation starts another).
         """
+        if _HERE.get():
+            run_operation(request)
+            return
         with self._lock:
             answer = self._ask(request)
         if answer is None:
@@ -170,6 +184,24 @@ def _readable(stream: IO[str], timeout: float) -> bool:
     except (OSError, ValueError):
         return True
     return bool(ready)
+
+
+# Set by at_normal_priority(): operations run in the calling process.
+_HERE: ContextVar[bool] = ContextVar("upkeep_here", default=False)
+
+
+@contextmanager
+def at_normal_priority() -> Iterator[None]:
+    """Within the block (in this thread), upkeep runs here at the writer's priority, not in
+    the niced child. For maintenance that cannot wait for calm: with the cores saturated by
+    searches the child got almost no CPU, and the writer, which waits for each operation,
+    held every write for seconds (3 namespaces of 10k, 8 clients: writes p99 2.2 s, up to
+    3.9 s)."""
+    token = _HERE.set(True)
+    try:
+        yield
+    finally:
+        _HERE.reset(token)
 
 
 _worker: UpkeepWorker | None = None
