@@ -20,6 +20,7 @@ once).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -357,9 +358,7 @@ class StorageActor(StorageReads, StorageWrites):
         self._flushed_at = anyio.current_time()
 
         def maintain() -> MaintenanceReport:
-            if not urgent:
-                return self.store.maintain(reclaim=reclaim)
-            with at_normal_priority():
+            with at_normal_priority() if urgent else nullcontext():
                 return self.store.maintain(reclaim=reclaim)
 
         return await self._run(maintain)

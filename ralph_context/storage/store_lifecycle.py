@@ -46,7 +46,7 @@ class StoreLifecycle(StoreItems):
         items created before that iteration (a clock pass reads only what is old enough to
         change, not the whole store)."""
         return self._age_rows_where(
-            None if before is None else f"created_iteration < {int(before)}"
+            None if before is None else ItemFilter(max_iteration=before - 1).to_sql()
         )
 
     def due_rows(self, due: DueFilter, prune_before: int, prune_below: float) -> list[AgeRow]:
@@ -68,10 +68,7 @@ class StoreLifecycle(StoreItems):
 
     def _age_rows_where(self, where: str | None) -> list[AgeRow]:
         columns = ["id", "content_type", "state", "created_iteration"]
-        query = self.items.search().select(columns)
-        if where is not None:
-            query = query.where(where)
-        table = query.limit(None).to_arrow()
+        table = reads.rows_where(self.items, where, None, columns=columns)
         return [
             AgeRow(
                 id=row["id"],
