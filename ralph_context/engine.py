@@ -47,7 +47,7 @@ from ralph_context.models import (
 )
 from ralph_context.retrieval import Candidates
 from ralph_context.storage.filters import ItemFilter
-from ralph_context.storage.lance_store import StoreStats
+from ralph_context.storage.lance_store import MaintenanceReport, StoreStats
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.validation import (
     check_content,
@@ -368,8 +368,10 @@ class Engine(IterationLoop):
         """
         return await self._require_storage().size_bytes()
 
-    async def maintain(self, *, reclaim: bool = False) -> None:
+    async def maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
         """Compact the store and build or refresh its indexes now; ``reclaim`` also drops
-        the old versions kept for ``storage.version_retention_minutes`` (only safe when no
-        other process reads the store)."""
-        await self._require_storage().maintain(reclaim=reclaim)
+        the old versions kept for ``storage.version_retention_minutes`` (on a local store
+        only safe when no other process reads it; on object storage, versions a replica may
+        still read are kept). What was done: on object storage, nothing while another
+        replica holds the maintenance lease (the report's notes say so)."""
+        return await self._require_storage().maintain(reclaim=reclaim)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ralph_context.errors import InvalidInput
+from ralph_context.object_location import Location, ObjectLocation
 
 __all__ = [
     "DEFAULT",
@@ -56,7 +57,7 @@ def check_name(name: str) -> str:
     return name
 
 
-def directory(root: Path, name: str) -> Path:
+def directory(root: Location, name: str) -> Location:
     """Where namespace ``name`` of the store at ``root`` lives."""
     check_name(name)
     return root if name == DEFAULT else root / FOLDER / name
@@ -80,15 +81,17 @@ class NamespaceSize:
     size_mb: float
 
 
-def names(root: Path) -> list[str]:
+def names(root: Location) -> list[str]:
     """Every namespace of the store at ``root``, ``default`` first."""
     nested = root / FOLDER
+    if isinstance(nested, ObjectLocation):
+        return [DEFAULT, *(n for n in nested.folders() if is_name(n))]
     if not nested.is_dir():
         return [DEFAULT]
     return [DEFAULT, *sorted(p.name for p in nested.iterdir() if p.is_dir() and is_name(p.name))]
 
 
-def listing(root: Path) -> list[NamespaceSize]:
+def listing(root: Location) -> list[NamespaceSize]:
     """Every namespace of the store at ``root`` with its size on disk, ``default`` first."""
     return [
         NamespaceSize(name, round(disk_bytes(directory(root, name)) / (1024 * 1024), 2))
@@ -96,14 +99,17 @@ def listing(root: Path) -> list[NamespaceSize]:
     ]
 
 
-def disk_bytes(folder: Path) -> int:
+def disk_bytes(folder: Location) -> int:
     """Bytes on disk of the store at ``folder``, every version, without the namespaces
     nested in it: the default namespace's size (which its size limit prunes against) is
     its own, not the whole store's."""
-    nested = folder / FOLDER
+    if isinstance(folder, ObjectLocation):
+        nested = [folder / FOLDER / n for n in names(folder)[1:]]
+        return folder.size_bytes() - sum(n.size_bytes() for n in nested)
+    nested_folder = folder / FOLDER
     total = 0
     for here, dirs, files in os.walk(folder):
-        if Path(here) == folder and FOLDER in dirs and nested.is_dir():
+        if Path(here) == folder and FOLDER in dirs and nested_folder.is_dir():
             dirs.remove(FOLDER)
         for name in files:
             try:

@@ -270,7 +270,9 @@ async def test_memory_backend_keeps_nothing_on_disk(
             assert engine.health().store == "memory"
         async with Engine(settings, model_loader=shared_model) as engine:
             assert (await engine.stats()).items == 0
-    assert not settings.store_path().exists()
+    folder = settings.store_path()
+    assert isinstance(folder, Path)
+    assert not folder.exists()
 
 
 async def test_engine_with_an_unopenable_store_answers_with_tier_none(

@@ -33,6 +33,7 @@ from ralph_context.models import ContextState
 from ralph_context.observed import Observations, PassRecord
 from ralph_context.runtime import Actor, Envelope, Foreground
 from ralph_context.storage.filters import DueFilter
+from ralph_context.storage.store_upkeep import ANOTHER_REPLICA
 
 __all__ = [
     "LifecycleActor",
@@ -185,6 +186,10 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
     async def handle(self, request: LifecycleRequest) -> LifecycleReport:
         await self.foreground.quiet(at_most=_MAX_REST)
         now = self.clock()
+        if not request.dry_run and not await self.storage.may_maintain():
+            # On object storage, the replica holding the maintenance lease runs the passes:
+            # two at once would summarize and archive the same items twice.
+            return LifecycleReport(dry_run=False, iteration=now, notes=(ANOTHER_REPLICA,))
         match request:
             case RunLifecycle(dry_run, progress):
                 # Only rows past their state's age, or old and useless, can change.

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -54,6 +53,7 @@ from ralph_context.actors.storage_requests import (
 from ralph_context.actors.storage_writes import StorageWrites
 from ralph_context.config import StorageSettings
 from ralph_context.errors import ModelMismatch, RalphContextError, StoreError, StoreLocked
+from ralph_context.object_location import Location
 from ralph_context.runtime import Envelope, Foreground, PermanentFailure
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
@@ -104,7 +104,8 @@ class StorageActor(StorageReads, StorageWrites):
 
     Args:
         settings: The ``storage`` section.
-        location: Store directory, or ``None`` for an in-memory store.
+        location: Store directory or object-storage location, or ``None`` for an in-memory
+            store.
         model: ``(model_id, dimension)`` of the loaded embedding model, if any.
         timeout: Default seconds a helper waits for an answer.
         foreground: The loop's requests in flight: compaction waits until there are none.
@@ -115,13 +116,13 @@ class StorageActor(StorageReads, StorageWrites):
     def __init__(
         self,
         settings: StorageSettings,
-        location: Path | None,
+        location: Location | None,
         model: tuple[str, int] | None,
         *,
         timeout: float = 30.0,
         foreground: Foreground | None = None,
         read_only: bool = False,
-        lock_at: Path | None = None,
+        lock_at: Location | None = None,
     ) -> None:
         super().__init__("storage", inbox_size=512, max_batch=256)
         self.lock_at = lock_at
@@ -164,6 +165,15 @@ class StorageActor(StorageReads, StorageWrites):
         skips the archive without a call. A plain read of a flag only this actor sets."""
         return self._store is None or self._store.archive.empty
 
+    async def may_maintain(self) -> bool:
+        """True unless the store is on object storage and another replica holds its
+        maintenance lease (taken or renewed by asking; see ``storage.lease``)."""
+        if self._store is None or self.read_only:
+            return not self.read_only
+        if self._store.lease is None:
+            return True
+        return await anyio.to_thread.run_sync(self._store.may_maintain)
+
     def request_target(self, key: str) -> str | None:
         """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
         return self.store.requests.get(key) if self._store is not None else None
@@ -185,6 +195,8 @@ class StorageActor(StorageReads, StorageWrites):
                     version_retention=timedelta(minutes=self.settings.version_retention_minutes),
                     read_only=self.read_only,
                     lock_at=self.lock_at,
+                    refresh=timedelta(seconds=self.settings.refresh_seconds),
+                    lease_seconds=self.settings.lease_seconds,
                 )
             )
         except (ModelMismatch, StoreLocked) as exc:
@@ -366,3 +378,6 @@ class StorageActor(StorageReads, StorageWrites):
     async def _flush_usage(self) -> None:
         self._flushed_at = anyio.current_time()
         await self._run(self.store.flush_usage)
+        if self.store.shared:
+            # Other replicas' feedback and retrievals count here from now on.
+            await self._run(self.store.usage.refresh)

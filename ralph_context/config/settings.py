@@ -33,6 +33,7 @@ from ralph_context.config.server import ServerSettings
 from ralph_context.config.skillbook import SkillbookSettings
 from ralph_context.config.storage import StorageSettings
 from ralph_context.errors import ConfigError
+from ralph_context.object_location import Location, ObjectLocation
 
 __all__ = ["Settings"]
 
@@ -143,12 +144,27 @@ class Settings(BaseSettings):
         """True when the store lives only as long as the process (memory or session)."""
         return self.storage.backend == "memory" or self.storage.persistence == "session"
 
-    def store_root(self) -> Path:
+    @property
+    def project_root(self) -> Path:
+        """The folder relative paths resolve against (the config file's, else the working
+        directory)."""
+        return self._root
+
+    def local_folder(self) -> Path:
+        """Where this project keeps local files beside its store: the store's parent folder,
+        or ``.agent`` under the project root when the store is on object storage."""
+        root = self.store_root()
+        return root.parent if isinstance(root, Path) else self._root / ".agent"
+
+    def store_root(self) -> Location:
         """Where the persistent store lives (every namespace; its writer lock).
 
         Relative paths resolve against the project root (the config file's folder, else the
         working directory), or, with ``persistence: global``, against the user's data folder.
+        An object-storage URI is the store as it is (with ``storage.options``).
         """
+        if isinstance(self.storage.path, str):
+            return ObjectLocation(self.storage.path, tuple(sorted(self.storage.options.items())))
         path = self.storage.path.expanduser()
         if path.is_absolute():
             return path
@@ -156,7 +172,7 @@ class Settings(BaseSettings):
             return xdg("XDG_DATA_HOME", ".local/share") / "ralph-context" / path
         return self._root / path
 
-    def store_path(self) -> Path:
+    def store_path(self) -> Location:
         """Where this namespace's tables live: the store itself for ``default``."""
         return namespaces.directory(self.store_root(), self.storage.namespace)
 
@@ -175,7 +191,11 @@ class Settings(BaseSettings):
         than ``default`` keeps its own inside its folder (a skillbook is one project's)."""
         path = self.skillbook.path.expanduser()
         if self.storage.namespace != namespaces.DEFAULT and not path.is_absolute():
-            return self.store_path() / path.name
+            inside = self.store_path()
+            if isinstance(inside, Path):
+                return inside / path.name
+            # A store on object storage: the skillbook stays a file of this project.
+            return self._root / path.with_stem(f"{path.stem}-{self.storage.namespace}")
         return path if path.is_absolute() else self._root / path
 
     def with_overrides(self, **sections: Mapping[str, object]) -> Settings:

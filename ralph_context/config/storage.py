@@ -9,6 +9,7 @@ from pydantic import Field, field_validator
 
 from ralph_context import namespaces
 from ralph_context.config.section import Section
+from ralph_context.object_location import SCHEMES, is_object_uri
 
 __all__ = ["StorageSettings"]
 
@@ -17,7 +18,18 @@ class StorageSettings(Section):
     """Where and how items are kept."""
 
     backend: Literal["lancedb", "memory"] = "lancedb"
-    path: Path = Path(".agent/context")
+    # A folder, or a store on object storage: s3://bucket/prefix (s3+ddb://, gs://, az://).
+    path: Path | str = Path(".agent/context")
+    # An object store's settings for LanceDB and obstore (aws_endpoint, aws_region,
+    # allow_http, credentials...); what is missing comes from the environment (AWS_*).
+    options: dict[str, str] = Field(default_factory=dict)
+    # On object storage several servers (replicas) may share the store: each looks for the
+    # others' commits this often, so a write on one is found by a search on another within
+    # about this long (plus the time the write takes).
+    refresh_seconds: float = Field(default=1.0, ge=0, le=3600, allow_inf_nan=False)
+    # ... and one replica at a time maintains it (compaction, indexes, lifecycle, cleanup),
+    # holding a lease object in the store that lapses this long after its last renewal.
+    lease_seconds: float = Field(default=30.0, ge=1, le=86_400, allow_inf_nan=False)
     max_size_mb: float = Field(default=500.0, gt=0, allow_inf_nan=False)
     persistence: Literal["session", "project", "global"] = "project"
     max_content_bytes: int = Field(default=100_000, ge=1)
@@ -34,6 +46,22 @@ class StorageSettings(Section):
     timeout_seconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     # Whose memory this is, within the store (see ralph_context.namespaces).
     namespace: str = "default"
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _folder_or_uri(cls, value: object) -> object:
+        """A URI stays text (a ``Path`` would fold its ``//``); anything else is a folder."""
+        if isinstance(value, str) and "://" in value:
+            if not is_object_uri(value):
+                allowed = ", ".join(f"{s}://bucket/prefix" for s in SCHEMES)
+                raise ValueError(f"{value!r:.120} is not a folder or {allowed}")
+            return value
+        return Path(value) if isinstance(value, str) else value
+
+    @property
+    def on_object_storage(self) -> bool:
+        """True when ``path`` is an object-storage URI."""
+        return isinstance(self.path, str)
 
     @field_validator("namespace")
     @classmethod

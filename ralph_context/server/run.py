@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Literal
 
 import anyio
@@ -23,6 +22,7 @@ from ralph_context import namespaces
 from ralph_context.config import Settings
 from ralph_context.engine import Engine
 from ralph_context.errors import ConfigError
+from ralph_context.object_location import Location
 from ralph_context.server.app import serving
 from ralph_context.server.console import PREFIX
 from ralph_context.server.http import LOOPBACK, Spaces, build_app
@@ -107,7 +107,7 @@ async def _serve_sse(
     settings: Settings,
     bind: str,
     port: int,
-    store: Path | None,
+    store: Location | None,
     tokens: TokenBook,
     read_only: bool,
 ) -> None:
@@ -137,7 +137,7 @@ async def _uvicorn(
     app: Starlette,
     host: str,
     port: int,
-    store: Path | None,
+    store: Location | None,
     path: str,
     described: str,
     on_console: Callable[[str], object] | None = None,

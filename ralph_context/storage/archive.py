@@ -12,10 +12,10 @@ hot table now holds a summary; this row keeps the text it replaced).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any, Literal
 
 import lancedb
@@ -26,6 +26,7 @@ from lancedb.index import IvfSq
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
+from ralph_context.object_location import Location
 from ralph_context.storage import json_metadata, reads
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.index_merge import merge_deltas
@@ -65,15 +66,22 @@ class ArchiveStore:
 
     def __init__(
         self,
-        location: Path | None,
+        location: Location | None,
         dimension: int,
         *,
         options: dict[str, str],
         consistency: timedelta | None = None,
+        shared: bool = False,
     ) -> None:
         self.location = None if location is None else location / ARCHIVES
         uri = str(self.location) if self.location else f"memory://ralph-archive-{id(self)}"
         self.dimension = dimension
+        self.options = options
+        # Written by other replicas too (object storage): month tables are listed again
+        # once per ``consistency`` interval, and counts are not kept.
+        self.shared = shared
+        self._listed_at = time.monotonic()
+        self._relist_after = consistency.total_seconds() if consistency else 0.0
         self._db = lancedb.connect(
             uri, storage_options=options, read_consistency_interval=consistency
         )
@@ -86,7 +94,8 @@ class ArchiveStore:
         # Per month table: rows at its last optimize, and rows in its vector index's deltas.
         self._optimized_rows: dict[str, int] = {}
         self._delta_rows: dict[str, int] = {}
-        self.empty = not self._names
+        # A shared archive is never known to be empty: another replica may fill it.
+        self.empty = not self._names and not shared
 
     def _table(self, name: str) -> Any:
         """An open month table, opened once (opening costs a manifest read per call) and
@@ -105,11 +114,17 @@ class ArchiveStore:
 
     def tables(self) -> list[str]:
         """Month tables, oldest first."""
+        if self.shared and time.monotonic() - self._listed_at > self._relist_after:
+            listed = {n for n in self._db.list_tables().tables if _MONTH.match(n)}
+            self._names = sorted(listed | set(self._names))
+            self._listed_at = time.monotonic()
         return list(self._names)
 
     def _count(self, name: str) -> int:
         """Rows in a month table (counted once, then kept by :meth:`put` and
-        :meth:`delete`)."""
+        :meth:`delete`; counted each time when other replicas write it too)."""
+        if self.shared:
+            return int(self._table(name).count_rows())
         count = self._rows.get(name)
         if count is None:
             count = self._rows[name] = int(self._table(name).count_rows())
@@ -309,11 +324,17 @@ class ArchiveStore:
             added = rows - self._optimized_rows.get(name, rows)
             tidied = bool(added) or retention is not None or name not in self._optimized_rows
             if tidied:
-                tidy(table, cleanup_older_than=retention, delete_unverified=delete_unverified)
+                tidy(
+                    table,
+                    options=self.options,
+                    cleanup_older_than=retention,
+                    delete_unverified=delete_unverified,
+                    shared=self.shared,
+                )
             if indexed:
                 # Each optimize adds a delta to the index (see index_merge).
                 deltas = self._delta_rows.get(name, 0) + max(0, added)
-                self._delta_rows[name] = merge_deltas(table, deltas)
+                self._delta_rows[name] = merge_deltas(table, deltas, self.options)
             elif rows >= index_from:
                 table.create_index(
                     "vector",

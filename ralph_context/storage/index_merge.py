@@ -17,6 +17,7 @@ base too once they hold a tenth of its rows (a rewrite of the whole index, rare)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -34,12 +35,13 @@ INDEX = "vector_idx"
 FULL_MERGE_SHARE = 0.1
 
 
-def merge_deltas(table: Any, delta_rows: int) -> int:
+def merge_deltas(table: Any, delta_rows: int, options: Mapping[str, str] | None = None) -> int:
     """Merge ``table``'s vector index deltas; returns the rows still outside the base.
 
     ``delta_rows`` is how many rows the deltas hold (the caller counts what maintenance
     folded in since the last full merge). A table in memory (``memory://``, not shared with
-    pylance) or without a vector index is left as it is.
+    pylance) or without a vector index is left as it is. ``options``: the table's storage
+    options (an object store's endpoint and credentials).
     """
     if in_memory(table):
         return delta_rows
@@ -52,7 +54,13 @@ def merge_deltas(table: Any, delta_rows: int) -> int:
     if merged < 2:
         return delta_rows
     worker().run(
-        {"op": "optimize_indices", "uri": str(table.uri), "names": [INDEX], "merge": merged}
+        {
+            "op": "optimize_indices",
+            "uri": str(table.uri),
+            "options": dict(options or {}),
+            "names": [INDEX],
+            "merge": merged,
+        }
     )
     # LanceDB's handle does not look for commits made by another library: reload it.
     table.checkout_latest()

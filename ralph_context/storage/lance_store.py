@@ -32,7 +32,8 @@ class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
     """The two tables plus the model record. Not thread-safe for writes: one writer at a time.
 
     Args:
-        location: Store directory, or ``None`` for an in-memory store.
+        location: Store directory or object-storage location (see ``object_location``),
+            or ``None`` for an in-memory store.
         model_id: The embedding model now loaded, or ``None`` if none could load.
         dimension: That model's vector size (ignored when ``model_id`` is ``None``).
         vector_index_min_rows: Build an IVF index once the table has this many vectors.
@@ -41,7 +42,10 @@ class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
             process writes it: nothing is created or migrated, every read sees the writer's
             latest commit, and the caller must not write (the storage actor refuses to).
         lock_at: The folder whose writer lock covers this store (default ``location``): a
-            namespace's store is covered by the lock of the store folder holding it.
+            namespace's store is covered by the lock of the store folder holding it. None on
+            object storage, where replicas share the store.
+        refresh: On object storage, how often this replica looks for the others' commits.
+        lease_seconds: On object storage, how long the maintenance lease lasts (``lease``).
 
     Raises:
         StoreLocked: Another process writes the store (not when ``read_only``).

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-from ralph_context.atomic import write_text_atomically
 from ralph_context.errors import ModelMismatch, StoreError
+from ralph_context.object_location import Location, read_text, write_text
 
 __all__ = ["FALLBACK_DIMENSION", "META_FILE", "REINDEX_HINT", "StoreRecord", "reconcile"]
 
@@ -33,7 +32,7 @@ class StoreRecord:
     format: int = FORMAT_VERSION
 
     @classmethod
-    def read(cls, location: Path | None) -> StoreRecord | None:
+    def read(cls, location: Location | None) -> StoreRecord | None:
         """The record at ``location``, ``None`` if there is none (or the store is in memory).
 
         Raises:
@@ -41,26 +40,27 @@ class StoreRecord:
         """
         if location is None:
             return None
-        path = location / META_FILE
         try:
-            loaded = json.loads(path.read_text(encoding="utf-8"))
+            text = read_text(location, META_FILE)
+            if text is None:
+                return None
+            loaded = json.loads(text)
             model_id = loaded.get("model_id")
             return cls(
                 model_id=model_id if isinstance(model_id, str) else None,
                 dimension=int(loaded["dimension"]),
                 vector_index_rows=int(loaded.get("vector_index_rows") or 0),
             )
-        except FileNotFoundError:
-            return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise StoreError(f"{path} is unreadable ({exc}); the store's model is unknown") from exc
+            where = f"{location}/{META_FILE}"
+            problem = f"{where} is unreadable ({exc}); the store's model is unknown"
+            raise StoreError(problem) from exc
 
-    def write(self, location: Path | None) -> None:
-        """Replace the record atomically (temp file + rename)."""
+    def write(self, location: Location | None) -> None:
+        """Replace the record whole (a reader never sees half of it)."""
         if location is None:
             return
-        location.mkdir(parents=True, exist_ok=True)
-        write_text_atomically(location / META_FILE, json.dumps(asdict(self), indent=2) + "\n")
+        write_text(location, META_FILE, json.dumps(asdict(self), indent=2) + "\n")
 
 
 def reconcile(

@@ -3,13 +3,13 @@
 Needed when the store was built with another model or dimension. It holds the store's writer
 lock, so it is refused while an engine or server of another process uses the store (that
 engine's writes would be lost: the rewrite replaces the table). The rewrite is one overwrite
-of the items table, so an interruption leaves the previous version intact.
+of the items table, so an interruption leaves the previous version intact. On object
+storage there is no lock to hold: stop the replicas serving the store first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import lancedb
 import numpy as np
@@ -18,6 +18,7 @@ import pyarrow as pa
 from ralph_context.embeddings.batching import plan_batches
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.errors import StoreError
+from ralph_context.object_location import Location, ObjectLocation, remove
 from ralph_context.storage import writer_lock
 from ralph_context.storage.lance_store import STORAGE_OPTIONS, LanceStore
 from ralph_context.storage.meta import META_FILE
@@ -29,12 +30,12 @@ Progress = Callable[[int, int], None]
 
 
 def reindex_store(
-    location: Path,
+    location: Location,
     embedder: LocalEmbedder,
     *,
     batch_size: int = 32,
     progress: Progress | None = None,
-    lock_at: Path | None = None,
+    lock_at: Location | None = None,
 ) -> int:
     """Re-embed all items at ``location`` with ``embedder``; returns how many were embedded.
     ``lock_at``: the folder whose writer lock covers the store (default ``location``; the
@@ -44,7 +45,8 @@ def reindex_store(
         StoreError: There is no store at ``location``.
         StoreLocked: Another process writes it (an engine or server using the store).
     """
-    db = lancedb.connect(str(location), storage_options=STORAGE_OPTIONS)
+    extra = location.lance_options if isinstance(location, ObjectLocation) else {}
+    db = lancedb.connect(str(location), storage_options={**STORAGE_OPTIONS, **extra})
     if ITEMS not in db.list_tables().tables:
         raise StoreError(f"no store at {location} (no {ITEMS} table)")
     lock = lock_at or location
@@ -57,11 +59,11 @@ def reindex_store(
 
 def _rewrite(
     db: lancedb.DBConnection,
-    location: Path,
+    location: Location,
     embedder: LocalEmbedder,
     batch_size: int,
     progress: Progress | None,
-    lock: Path,
+    lock: Location,
 ) -> int:
     old = db.open_table(ITEMS).to_arrow().drop_columns(["vector"])
     contents = old.column("content").to_pylist()
@@ -79,7 +81,7 @@ def _rewrite(
     table = old.append_column(schema.field("vector"), column).select(schema.names).cast(schema)
     db.create_table(ITEMS, data=table, mode="overwrite")
     # Overwriting dropped the indexes and model record; reopening rebuilds both.
-    (location / META_FILE).unlink(missing_ok=True)
+    remove(location, META_FILE)
     # Reopening writes the new model record and rebuilds the scalar and text indexes;
     # maintenance rebuilds the vector index the overwrite dropped.
     reopened = LanceStore(

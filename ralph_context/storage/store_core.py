@@ -10,6 +10,7 @@ helpers that turn a filter into a clause and a row into an item.
 from __future__ import annotations
 
 import math
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,12 @@ from lancedb.index import FTS, Bitmap, BTree, LabelList
 
 from ralph_context.errors import ModelMismatch, StoreError
 from ralph_context.models import ContextItem
+from ralph_context.object_location import Location, ObjectLocation
 from ralph_context.storage import json_metadata, threads, writer_lock
 from ralph_context.storage.archive import ArchiveStore
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
+from ralph_context.storage.lease import MaintenanceLease
 from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.requests import REQUEST_KEYS, RequestLog, request_keys_schema
@@ -63,17 +66,32 @@ class StoreCore:
 
     def __init__(
         self,
-        location: Path | None,
+        location: Location | None,
         *,
         model_id: str | None,
         dimension: int | None,
         vector_index_min_rows: int = 5_000,
         version_retention: timedelta = timedelta(minutes=5),
         read_only: bool = False,
-        lock_at: Path | None = None,
+        lock_at: Location | None = None,
+        refresh: timedelta = timedelta(seconds=1),
+        lease_seconds: float = 30.0,
     ) -> None:
         self.location = location
-        self.lock_at = lock_at or location
+        # On object storage several processes (replicas) write the store: LanceDB resolves
+        # their commits, and each looks for the others' every ``refresh``.
+        self.shared = isinstance(location, ObjectLocation)
+        self.refresh = refresh
+        self._lease_seconds = lease_seconds
+        # ... and one at a time maintains it (see ``lease``).
+        self.lease = (
+            MaintenanceLease(location, lease_seconds)
+            if isinstance(location, ObjectLocation) and not read_only
+            else None
+        )
+        # No writer lock there (see ``writer_lock``): a file lock cannot span machines.
+        lock = lock_at or location
+        self.lock_at = lock if isinstance(lock, Path) else None
         self.read_only = read_only
         self._closed = read_only  # nothing to release
         self.vector_index_min_rows = vector_index_min_rows
@@ -95,13 +113,11 @@ class StoreCore:
         # Rows the vector index was trained on: it is retrained once the table doubles.
         self._indexed_rows = recorded.vector_index_rows if recorded else 0
         uri = str(location) if location is not None else f"memory://ralph-context-{id(self)}"
-        # Lance 2.1 reads scattered rows ~4 ms faster per query than the default (2.0) at 100k
-        # items, and a vector search materialises every candidate row.
         self._db = lancedb.connect(
-            uri, storage_options=STORAGE_OPTIONS, read_consistency_interval=self._consistency()
+            uri, storage_options=self.storage_options, read_consistency_interval=self._consistency()
         )
         self._vector_index = False
-        self._index_looked_up = False
+        self._index_looked_up = 0.0  # when (monotonic), 0: never
         self._nprobes = 8
         self.items = self._open_items()
         # Asked once: the property reads the manifest on every call, and rows must not be
@@ -112,15 +128,19 @@ class StoreCore:
         self.usage = UsageLedger(self._table(USAGE, usage_schema()))
         self.requests = RequestLog(self._table(REQUEST_KEYS, request_keys_schema(), needed=False))
         self.archive = ArchiveStore(
-            location, self.dimension, options=STORAGE_OPTIONS, consistency=self._consistency()
+            location,
+            self.dimension,
+            options=self.storage_options,
+            consistency=self._consistency(),
+            shared=self.shared,
         )
         if not self.read_only:
             self.archive.migrate_metadata()
         self.packs = PackSpace(self._db, self.dimension)
         self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
         # Hot rows by type and state, kept by this process's writes (none when reading
-        # beside another writer).
-        self._tally = None if self.read_only else Tally(self.items)
+        # beside another writer, or when other replicas write too).
+        self._tally = None if self.read_only or self.shared else Tally(self.items)
         # Rows added or rewritten (an update moves a row) since the last maintenance: no
         # index covers them, so every search scans them (8,000 aged rows cost a full-text
         # query 5 -> 60 ms at 100k); maintenance folds them in.
@@ -132,6 +152,7 @@ class StoreCore:
         self._cleaned_at = -math.inf
         self._next_sequence = threads.last_place(self.items) + 1
         self._latest: int | None = None
+        self._latest_read_at = -math.inf
         self.prewarm()
         # Written only now that the table agreed with the model: a refused open changes nothing.
         if (
@@ -142,8 +163,11 @@ class StoreCore:
             self._write_record()
 
     def close(self) -> None:
-        """Give up this store's writer lock (see ``writer_lock``); the tables stay readable
-        until the object goes, but another process may write them from now on."""
+        """Give up this store's writer lock (see ``writer_lock``) or maintenance lease; the
+        tables stay readable until the object goes, but another process may write them (or
+        maintain them) from now on."""
+        if self.lease is not None:
+            self.lease.release()
         if self.lock_at is not None and not self._closed:
             self._closed = True
             writer_lock.release(self.lock_at)
@@ -155,8 +179,23 @@ class StoreCore:
 
     def _consistency(self) -> timedelta | None:
         """A reader beside another process's writer checks for its commits on every read
-        (a manifest read); the writer sees its own writes anyway."""
+        (a manifest read); the writer sees its own writes anyway; a replica on object
+        storage checks for the others' every ``refresh`` (a manifest read there is a
+        request: ~5-20 ms, so not on every read)."""
+        if self.shared:
+            return self.refresh
         return timedelta(0) if self.read_only else None
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """LanceDB's options for this store's tables: the object store's own (endpoint,
+        credentials) on object storage.
+
+        Lance file format 2.1: it reads scattered rows ~4 ms faster per query than the
+        default (2.0) at 100k items, and a vector search materialises every candidate row.
+        """
+        extra = self.location.lance_options if isinstance(self.location, ObjectLocation) else {}
+        return {**STORAGE_OPTIONS, **extra}
 
     def _table(self, name: str, schema: pa.Schema, *, needed: bool = True) -> Any:
         """Table ``name``, created empty if missing. Reading only, a missing table is
@@ -213,10 +252,12 @@ class StoreCore:
         """True once an IVF index covers the vector column.
 
         Looked up once per open (0.6 ms a call), then tracked: this store builds the index
-        itself, and only a rewrite (reindex) drops it, which reopens the store.
+        itself, and only a rewrite (reindex) drops it, which reopens the store. On object
+        storage another replica may build it: looked up again once per lease period.
         """
-        if not self._vector_index and not self._index_looked_up:
-            self._index_looked_up = True
+        again = self.shared and time.monotonic() - self._index_looked_up > self._lease_seconds
+        if not self._vector_index and (not self._index_looked_up or again):
+            self._index_looked_up = time.monotonic()
             self._vector_index = any(
                 index.columns == ["vector"] for index in self.items.list_indices()
             )
@@ -241,9 +282,13 @@ class StoreCore:
 
     def latest_iteration(self) -> int:
         """The highest iteration number seen in either table (the lifecycle clock): kept
-        by this process's writes, read from the tables when reading beside a writer."""
-        if self.read_only or self._latest is None:
-            self._latest = self._scan_latest()
+        by this process's writes, read from the tables when reading beside a writer (and
+        on object storage, once per refresh interval: other replicas write too)."""
+        age = time.monotonic() - self._latest_read_at
+        stale = self.shared and age > self.refresh.total_seconds()
+        if self.read_only or self._latest is None or stale:
+            self._latest = max(self._scan_latest(), self._latest or 0)
+            self._latest_read_at = time.monotonic()
         return self._latest
 
     def _saw_iteration(self, iteration: int) -> None:

@@ -24,6 +24,7 @@ from ralph_context.storage.upkeep import tidy
 from ralph_context.storage.vectors import partitions, probes
 
 log = structlog.get_logger("ralph_context.storage")
+ANOTHER_REPLICA = "another replica holds the maintenance lease of this store"
 # The full-text index takes in new rows once this many (or a sixteenth of a small table)
 # are outside it: a query scans them meanwhile (210 rows: +2.5-4 ms a full-text query at
 # 40k items), and each refresh rewrites the whole index (0.14-0.19 s at 57k).
@@ -99,8 +100,20 @@ class StoreUpkeep(StoreCore):
         vector index once the table is large enough (retrained when it has doubled since).
 
         ``reclaim`` drops every old version at once (not only those past the retention
-        window): pruning for space needs the deleted rows' files gone now.
+        window): pruning for space needs the deleted rows' files gone now (on object
+        storage, those no replica may still read).
+
+        On object storage only the replica holding the maintenance lease does any of it
+        (see ``lease``); the others answer that nothing was done, and why.
         """
+        if not self.may_maintain():
+            return MaintenanceReport(
+                compacted=False, vector_index_built=False, notes=(ANOTHER_REPLICA,)
+            )
+        if self.shared:
+            # What other replicas stored counts too: the index is due by the table's rows.
+            # (All rows: the count is the manifest's, where a filtered one reads a column.)
+            self._vector_rows = int(self.items.count_rows())
         built = False
         # The running count (kept by every write): recounting read every vector's validity,
         # ~130 ms at 100k items on each maintenance.
@@ -128,9 +141,11 @@ class StoreUpkeep(StoreCore):
             for table in (self.items, self.iterations, self.usage.table):
                 tidy(
                     table,
+                    options=self.storage_options,
                     skip_indexes=() if text_due or table is not self.items else (TEXT_INDEX,),
                     cleanup_older_than=retention if cleanup else None,
                     delete_unverified=reclaim,
+                    shared=self.shared,
                 )
             self.archive.optimize(
                 retention if cleanup else None,
@@ -142,7 +157,9 @@ class StoreUpkeep(StoreCore):
         if cleanup:
             self._cleaned_at = now
         if self._vector_index and not built:
-            self._delta_rows = merge_deltas(self.items, self._delta_rows + folded)
+            self._delta_rows = merge_deltas(
+                self.items, self._delta_rows + folded, self.storage_options
+            )
         reads.warm(
             self.items,
             self.dimension,
@@ -155,6 +172,11 @@ class StoreUpkeep(StoreCore):
             self._nprobes = probes(vectors)
         log.info("store_maintained", vector_index_built=built, versions_removed=removed)
         return MaintenanceReport(compacted=True, vector_index_built=built, versions_removed=removed)
+
+    def may_maintain(self) -> bool:
+        """True unless the store is shared and another replica holds the maintenance lease
+        (taken or renewed here: every maintenance step asks first)."""
+        return self.lease is None or self.lease.take()
 
     def size_bytes(self) -> int:
         """Bytes on disk (every version), or the in-memory table size."""

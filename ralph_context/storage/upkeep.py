@@ -15,13 +15,14 @@ pylance cannot reach) gets LanceDB's ``optimize()``.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from datetime import timedelta
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 from ralph_context.storage.upkeep_worker import worker
 
-__all__ = ["in_memory", "tidy"]
+__all__ = ["in_memory", "kept_for_readers", "tidy"]
 
 
 def in_memory(table: Any) -> bool:
@@ -33,9 +34,12 @@ def in_memory(table: Any) -> bool:
 def tidy(
     table: Any,
     *,
+    options: Mapping[str, str] | None = None,
     skip_indexes: Collection[str] = (),
     cleanup_older_than: timedelta | None = None,
     delete_unverified: bool = False,
+    shared: bool = False,
+    readers_grace: timedelta = timedelta(minutes=1),
 ) -> None:
     """Compact ``table``'s small files (a file is rewritten without its deleted rows once
     half of them are: a mass archive deletes 128 at a time, and at Lance's default of 10%
@@ -43,25 +47,63 @@ def tidy(
     fold new and moved rows into its indexes (but those named in ``skip_indexes``) and,
     with ``cleanup_older_than``, delete versions older than that.
 
+    ``options``: the table's storage options (an object store's endpoint, credentials).
+    ``shared``: other processes (replicas) read and write the table too. A version one of
+    them may still read is then never deleted, however old (see :func:`kept_for_readers`),
+    and neither are files no version names yet (another replica's write in progress).
+
     The work runs in the low-priority upkeep process (``upkeep_worker``); LanceDB's handle
     is reloaded afterwards, as it does not look for commits made elsewhere.
     """
     if in_memory(table):
         table.optimize(cleanup_older_than=cleanup_older_than, delete_unverified=delete_unverified)
         return
-    uri = str(table.uri)
+    where = {"uri": str(table.uri), "options": dict(options or {})}
     upkeep = worker()
-    upkeep.run({"op": "compact", "uri": uri})
+    upkeep.run({"op": "compact", **where})
     names = [index.name for index in table.list_indices() if index.name not in skip_indexes]
     if names:
-        upkeep.run({"op": "optimize_indices", "uri": uri, "names": names})
+        upkeep.run({"op": "optimize_indices", **where, "names": names})
     if cleanup_older_than is not None:
+        if shared:
+            table.checkout_latest()
+            cleanup_older_than = kept_for_readers(
+                table.list_versions(), cleanup_older_than, readers_grace, datetime.now()
+            )
+            delete_unverified = False
         upkeep.run(
             {
                 "op": "cleanup",
-                "uri": uri,
+                **where,
                 "older_than_seconds": cleanup_older_than.total_seconds(),
                 "delete_unverified": delete_unverified,
             }
         )
     table.checkout_latest()
+
+
+def kept_for_readers(
+    versions: Sequence[Mapping[str, Any]],
+    older_than: timedelta,
+    grace: timedelta,
+    now: datetime,
+) -> timedelta:
+    """The cleanup age that deletes no version another reader may still be on.
+
+    Lance deletes the versions *committed* before the cutoff, but a reader is on the
+    version that was latest when it last looked: one committed long ago and replaced a
+    moment ago (the version before a compaction) is still read for up to ``grace`` (the
+    replicas' refresh interval plus a read's length). So the cutoff moves back to the
+    oldest version replaced less than ``grace`` ago. ``versions``: LanceDB's
+    ``list_versions()`` (``version``, naive local ``timestamp``); ``now`` likewise.
+    """
+    stamps: list[tuple[int, datetime]] = sorted(
+        (int(v["version"]), v["timestamp"]) for v in versions
+    )
+    replaced_recently = [
+        committed for (_, committed), (_, replaced) in pairwise(stamps) if now - replaced < grace
+    ]
+    if not replaced_recently:
+        return older_than
+    # A second more: Lance keeps a version committed exactly at the cutoff, but clocks differ.
+    return max(older_than, now - min(replaced_recently) + timedelta(seconds=1))

@@ -66,7 +66,7 @@ def run_operation(request: dict[str, Any]) -> None:
     """
     import lance
 
-    dataset = lance.dataset(request["uri"])
+    dataset = lance.dataset(request["uri"], storage_options=request.get("options") or None)
     match request["op"]:
         case "compact":
             dataset.optimize.compact_files(materialize_deletions_threshold=_DELETIONS_THRESHOLD)

@@ -57,13 +57,25 @@ class UsageLedger:
 
     def __init__(self, table: Table) -> None:
         self._table = table
-        rows = table.search().limit(None).to_arrow().to_pylist()
-        self._usage: dict[str, Usage] = {
+        self._usage: dict[str, Usage] = self._read()
+        self._dirty: set[str] = set()
+        self._forgotten: set[str] = set()
+
+    def _read(self) -> dict[str, Usage]:
+        rows = self._table.search().limit(None).to_arrow().to_pylist()
+        return {
             row["id"]: Usage(row["usefulness_score"], row["access_count"], row["last_accessed"])
             for row in rows
         }
-        self._dirty: set[str] = set()
-        self._forgotten: set[str] = set()
+
+    def refresh(self) -> None:
+        """Take in what other replicas wrote (a store on object storage): every counter
+        not changed here since the last flush is read again; the last flush wins."""
+        stored = self._read()
+        mine = self._dirty | self._forgotten
+        for item_id in set(self._usage) - set(stored) - mine:
+            del self._usage[item_id]
+        self._usage.update((i, u) for i, u in stored.items() if i not in mine)
 
     @property
     def table(self) -> Table:

@@ -15,6 +15,11 @@ Within one process the lock is shared (counted): a restarted storage actor, or a
 reopens the store the engine has open, is the same process and the same writer as far as
 other processes are concerned. Keeping one engine per store inside a process is the
 caller's duty.
+
+A store on object storage has no lock (every function here passes it by): a file lock
+cannot span the machines its replicas run on. There the replicas all write, LanceDB's
+commit protocol orders their commits, and the maintenance lease (``lease``) keeps cleanup
+from deleting what another replica reads.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from filelock import FileLock, Timeout
 
 from ralph_context.atomic import write_text_atomically
 from ralph_context.errors import StoreLocked
+from ralph_context.object_location import Location, ObjectLocation
 
 __all__ = [
     "HOLDER_FILE",
@@ -84,13 +90,15 @@ _held: dict[Path, _Held] = {}
 _guard = threading.RLock()
 
 
-def acquire(location: Path) -> None:
+def acquire(location: Location) -> None:
     """Take the writer lock on the store at ``location`` for this process (again, if this
     process already holds it).
 
     Raises:
         StoreLocked: Another process holds it.
     """
+    if isinstance(location, ObjectLocation):  # no lock there: see the module's docstring
+        return
     key = _key(location)
     with _guard:
         held = _held.get(key)
@@ -113,8 +121,10 @@ def acquire(location: Path) -> None:
         _write_note(key, note)
 
 
-def release(location: Path) -> None:
+def release(location: Location) -> None:
     """Give up one use of this process's lock; the last one unlocks the store."""
+    if isinstance(location, ObjectLocation):  # no lock there: see the module's docstring
+        return
     key = _key(location)
     with _guard:
         held = _held.get(key)
@@ -128,9 +138,11 @@ def release(location: Path) -> None:
         held.lock.release()
 
 
-def advertise(location: Path, endpoint: str) -> None:
+def advertise(location: Location, endpoint: str) -> None:
     """Say, in the holder's note, that this process serves the store at ``endpoint`` (an
     MCP URL). Does nothing if this process does not hold the lock."""
+    if isinstance(location, ObjectLocation):  # no lock there: see the module's docstring
+        return
     key = _key(location)
     with _guard:
         held = _held.get(key)
@@ -140,8 +152,10 @@ def advertise(location: Path, endpoint: str) -> None:
         _write_note(key, held.note)
 
 
-def holder(location: Path) -> Holder | None:
+def holder(location: Location) -> Holder | None:
     """Who holds the store's writer lock now (this process included), or ``None``."""
+    if isinstance(location, ObjectLocation):  # no lock there: see the module's docstring
+        return None
     key = _key(location)
     with _guard:
         held = _held.get(key)
@@ -160,8 +174,10 @@ def holder(location: Path) -> Holder | None:
     return None
 
 
-def other_writer(location: Path) -> Holder | None:
+def other_writer(location: Location) -> Holder | None:
     """The holder, if a process other than this one writes the store at ``location``."""
+    if isinstance(location, ObjectLocation):  # no lock there: see the module's docstring
+        return None
     found = holder(location)
     return found if found is not None and found.pid != os.getpid() else None
 

@@ -158,7 +158,9 @@ def test_damaged_vector_index_serves_text_then_is_rebuilt(
             assert (await engine.stats()).vector_index
 
     anyio.run(previous_session)
-    indexes = list((settings.store_path() / "context_items.lance" / "_indices").glob("*/*.idx"))
+    folder = settings.store_path()
+    assert isinstance(folder, Path)
+    indexes = list((folder / "context_items.lance" / "_indices").glob("*/*.idx"))
     assert indexes  # the IVF index files
     for path in indexes:
         path.write_bytes(os.urandom(path.stat().st_size))

@@ -37,7 +37,9 @@ def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
     ralph_workdir: Path, make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
     settings = make_settings()
-    config = store_config(ralph_workdir.parent / "server.yaml", settings.store_path())
+    folder = settings.store_path()
+    assert isinstance(folder, Path)
+    config = store_config(ralph_workdir.parent / "server.yaml", folder)
     server, url = start_http_server(config)
     try:
         second = _cli(config, "serve")

@@ -242,7 +242,7 @@ def attach(
 
 def _cache_dir(settings: Settings) -> Path:
     """``<store>/../context-cache``, a folder of its own per namespace."""
-    folder = settings.store_root().parent / "context-cache"
+    folder = settings.local_folder() / "context-cache"
     namespace = settings.storage.namespace
     return folder if namespace == namespaces.DEFAULT else folder / namespace
 
