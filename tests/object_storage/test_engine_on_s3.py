@@ -25,10 +25,11 @@ AGES = {
 }
 
 
-def on_s3(make_settings: SettingsFactory, store: ObjectLocation, **sections: object) -> Settings:
+def on_s3(make_settings: SettingsFactory, store: ObjectLocation) -> Settings:
+    """Settings of a store at ``store``; its replicas look for each other's writes every
+    0.2 s, and lifecycle passes run only when a test asks."""
     storage = {"path": store.uri, "options": store.lance_options, "refresh_seconds": 0.2}
-    storage.update(sections.pop("storage", {}))  # type: ignore[arg-type]
-    return make_settings(storage=storage, lifecycle=AGES, **sections)  # type: ignore[arg-type]
+    return make_settings(storage=storage, lifecycle=AGES)
 
 
 async def test_store_search_forget_and_maintain_on_s3(
