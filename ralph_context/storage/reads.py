@@ -25,6 +25,7 @@ from lancedb.query import MatchQuery
 from lancedb.table import AsyncTable
 
 from ralph_context.embeddings.local import Vectors
+from ralph_context.storage.row_cache import ROW_ID, RowCache
 
 __all__ = ["async_table", "rows_where", "text_rows", "vector_rows", "warm"]
 
@@ -52,9 +53,11 @@ def vector_rows(
     *,
     where: str | None = None,
     nprobes: int | None = None,
+    cache: RowCache | None = None,
 ) -> pa.Table:
     """The ``limit`` rows nearest to ``vector`` by cosine (prefiltered by ``where``), with
-    ``_distance``; ``nprobes`` only when the table has a vector index."""
+    ``_distance``; ``nprobes`` only when the table has a vector index; the rows from
+    ``cache`` when given (see ``row_cache``)."""
     query = (
         async_table(table)
         .query()
@@ -67,6 +70,8 @@ def vector_rows(
         query = query.nprobes(nprobes)
     if where:
         query = query.where(where)
+    if cache is not None:
+        return _cached(table, query, "_distance", cache)
     return _run(query.to_arrow())
 
 
@@ -77,21 +82,38 @@ def text_rows(
     limit: int,
     *,
     where: str | None = None,
+    cache: RowCache | None = None,
 ) -> pa.Table:
     """The ``limit`` best full-text (BM25) matches of ``text`` in ``column`` (prefiltered by
-    ``where``), with ``_score``; words are OR-ed, as LanceDB's match query does."""
+    ``where``), with ``_score``; words are OR-ed, as LanceDB's match query does. The rows
+    from ``cache`` when given."""
     match = MatchQuery(text, column)  # type: ignore[call-arg]  # pydantic dataclass defaults
     query = async_table(table).query().nearest_to_text(match).limit(limit)
     if where:
         query = query.where(where)
+    if cache is not None:
+        return _cached(table, query, "_score", cache)
     return _run(query.to_arrow())
 
 
 def rows_where(
-    table: Any, where: str | None, limit: int | None, *, columns: list[str] | None = None
+    table: Any,
+    where: str | None,
+    limit: int | None,
+    *,
+    columns: list[str] | None = None,
+    cache: RowCache | None = None,
 ) -> pa.Table:
     """Rows matching ``where`` (all rows when ``None``), at most ``limit`` (``None``: all);
-    only ``columns`` when given (a listing sorts a few columns, not every row whole)."""
+    only ``columns`` when given (a listing sorts a few columns, not every row whole); whole
+    rows from ``cache`` when given."""
+    if cache is not None and columns is None:
+        query = async_table(table).query()
+        if where:
+            query = query.where(where)
+        if limit is not None:
+            query = query.limit(limit)
+        return _cached(table, query, None, cache)
     query = async_table(table).query()
     if columns is not None:
         query = query.select(columns)
@@ -100,6 +122,22 @@ def rows_where(
     if limit is not None:
         query = query.limit(limit)
     return _run(query.to_arrow())
+
+
+def _cached(table: Any, query: Any, measure: str | None, cache: RowCache) -> pa.Table:
+    """``query``'s rows, its ``measure`` column (distance or score) kept: the query returns
+    only row ids (and the measure), the rows come from ``cache``."""
+    found = _run(query.select([]).with_row_id().to_arrow())
+    ids = [int(i) for i in found.column(ROW_ID).to_pylist()]
+    rows, present = cache.take(table, ids, _take)
+    if measure is None:
+        return rows
+    by_id = dict(zip(ids, found.column(measure).to_pylist(), strict=True))
+    return rows.append_column(measure, pa.array([by_id[i] for i in present], pa.float32()))
+
+
+def _take(table: Any, ids: list[int]) -> pa.Table:
+    return _run(async_table(table).take_row_ids(ids).with_row_id().to_arrow())
 
 
 # Any word will do: the warm-up only needs the full-text index's files opened.

@@ -21,6 +21,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from ralph_context.storage import reads
+from ralph_context.storage.filters import sql_string
+
 __all__ = ["REQUEST_KEYS", "RequestLog", "request_keys_schema"]
 
 REQUEST_KEYS = "request_keys"
@@ -40,8 +43,10 @@ class RequestLog:
     """Keys seen so far and what each produced. ``table`` is ``None`` for a read-only open
     of a store written before keys existed (nothing to look up)."""
 
-    def __init__(self, table: Any | None) -> None:
+    def __init__(self, table: Any | None, *, shared: bool = False) -> None:
         self.table = table
+        # Other replicas record keys too (a store on object storage): see ``find``.
+        self.shared = shared
         self._targets: dict[str, str] = {}
         if table is not None and table.count_rows():
             rows = table.search().select(["key", "target"]).limit(None).to_arrow()
@@ -51,6 +56,20 @@ class RequestLog:
     def get(self, key: str) -> str | None:
         """What the first write with ``key`` produced, if there was one."""
         return self._targets.get(key)
+
+    def find(self, key: str) -> str | None:
+        """:meth:`get`, then, on a store replicas share, the table: a client whose write
+        timed out on one replica retries on another, which must find the first's key."""
+        known = self._targets.get(key)
+        if known is not None or not self.shared or self.table is None:
+            return known
+        # Now, not at the next refresh: the retry may follow the first call within it.
+        self.table.checkout_latest()
+        rows = reads.rows_where(self.table, f"key = {sql_string(key)}", 1, columns=["target"])
+        if not rows.num_rows:
+            return None
+        found = self._targets[key] = str(rows.column("target")[0].as_py())
+        return found
 
     def put(self, key: str, target: str) -> None:
         """Remember ``key -> target`` (one table write)."""

@@ -32,6 +32,7 @@ from ralph_context.storage.lease import MaintenanceLease
 from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.requests import REQUEST_KEYS, RequestLog, request_keys_schema
+from ralph_context.storage.row_cache import RowCache
 from ralph_context.storage.schema import (
     ITEMS,
     ITERATIONS,
@@ -118,6 +119,8 @@ class StoreCore:
         )
         self._vector_index = False
         self._index_looked_up = 0.0  # when (monotonic), 0: never
+        # On object storage, the hot table's rows by address (see ``row_cache``).
+        self.row_cache = RowCache() if self.shared else None
         self._nprobes = 8
         self.items = self._open_items()
         # Asked once: the property reads the manifest on every call, and rows must not be
@@ -126,7 +129,9 @@ class StoreCore:
         self._metadata_json = json_metadata.is_json(self.items)
         self.iterations = self._table(ITERATIONS, iterations_schema())
         self.usage = UsageLedger(self._table(USAGE, usage_schema()))
-        self.requests = RequestLog(self._table(REQUEST_KEYS, request_keys_schema(), needed=False))
+        self.requests = RequestLog(
+            self._table(REQUEST_KEYS, request_keys_schema(), needed=False), shared=self.shared
+        )
         self.archive = ArchiveStore(
             location,
             self.dimension,

@@ -54,7 +54,7 @@ class StoreItems(StoreCore):
         if not ids:
             return []
         where = ItemFilter(ids=tuple(ids)).to_sql()
-        rows = reads.rows_where(self.items, where, len(ids)).to_pylist()
+        rows = reads.rows_where(self.items, where, len(ids), cache=self.row_cache).to_pylist()
         by_id = {row["id"]: self._item(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
@@ -101,6 +101,7 @@ class StoreItems(StoreCore):
             limit,
             where=self._where(where),
             nprobes=self._nprobes if self.has_vector_index() else None,
+            cache=self.row_cache,
         )
         vectors_column = table.column("vector")
         if table.num_rows == 0 or vectors_column.null_count:
@@ -121,7 +122,7 @@ class StoreItems(StoreCore):
         narrowed, places = threads.neighbour_filter(items, where)
         if not places:
             return []
-        table = reads.rows_where(self.items, self._where(narrowed), places)
+        table = reads.rows_where(self.items, self._where(narrowed), places, cache=self.row_cache)
         vectors = vector_list(table.column("vector"), self.dimension)
         found = [
             (self._item(row), vector)
@@ -134,7 +135,9 @@ class StoreItems(StoreCore):
     ) -> list[tuple[ContextItem, float, Vectors | None]]:
         """Full-text (BM25) matches, best first, with their raw scores and vectors (``None``
         for items stored while no model was loaded)."""
-        table = reads.text_rows(self.items, text, "content", limit, where=self._where(where))
+        table = reads.text_rows(
+            self.items, text, "content", limit, where=self._where(where), cache=self.row_cache
+        )
         vectors = vector_list(table.column("vector"), self.dimension)
         rows = table.drop_columns(["vector"]).to_pylist()
         return [
@@ -192,8 +195,11 @@ class StoreItems(StoreCore):
     ) -> tuple[ContextItem, bool]:
         """Store ``item`` unless a write with idempotency ``key`` came first; returns the
         stored item and whether it was written now (see ``requests``)."""
-        known = self.requests.get(key)
+        known = self.requests.find(key)
         if known is not None:
+            if self.shared:
+                # Another replica may have stored it a moment ago: look at the latest.
+                self.items.checkout_latest()
             first = self.get_items([known]) or [
                 entry.item for entry in self.archive.get([known], "archived")
             ]

@@ -1,0 +1,132 @@
+"""Replicas: ``serve --transport http`` processes over one store on object storage (a local
+S3 endpoint), driven by the real MCP client."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import Counter
+from pathlib import Path
+
+import anyio
+import mcp
+import yaml
+
+from ralph_context import Engine
+from ralph_context.object_location import ObjectLocation
+from tests.helpers import Loader, SettingsFactory
+from tests.server.mcp_scenario import call
+from tests.server_process import start_http_server
+
+
+def replica_config(folder: Path, store: ObjectLocation) -> Path:
+    """A ``ralph.yaml`` for a replica of ``store`` (each replica looks for the others'
+    writes every 0.5 s; lifecycle passes off, so only the test's writes change the store)."""
+    storage = {"path": store.uri, "options": store.lance_options, "refresh_seconds": 0.5}
+    section = {"storage": storage, "lifecycle": {"auto_run": False}}
+    config = folder / "ralph.yaml"
+    config.write_text(yaml.safe_dump({"learning": {"mcp_context": section}}), encoding="utf-8")
+    return config
+
+
+async def seconds_until_found(client: mcp.Client, query: str, item_id: str) -> float:
+    """How long until a search for ``query`` through ``client`` returns ``item_id``.
+
+    Raises:
+        AssertionError: Not within 10 s.
+    """
+    started = time.monotonic()
+    for _ in range(400):
+        answer = await call(client, "get_relevant_context", query=query)
+        if item_id in {entry["item"]["id"] for entry in answer["items"]}:
+            return time.monotonic() - started
+        await anyio.sleep(0.025)
+        if time.monotonic() - started > 10:
+            break
+    raise AssertionError(f"{item_id} not found within 10 s")
+
+
+async def test_a_write_on_one_replica_is_found_on_the_other(
+    tmp_path: Path, s3_store: ObjectLocation
+) -> None:
+    config = replica_config(tmp_path, s3_store)
+    a, url_a = start_http_server(config)
+    b, url_b = start_http_server(config)
+    try:
+        with anyio.fail_after(120):
+            async with mcp.Client(url_a) as on_a, mcp.Client(url_b) as on_b:
+                delays = []
+                for n in range(3):
+                    text = f"replica note {n}: the release train leaves on thursdays"
+                    stored = await call(on_a, "store_context", content=text, context_type="output")
+                    delays.append(await seconds_until_found(on_b, text, stored["id"]))
+                # And the other way round.
+                text = "b's own note"
+                stored = await call(on_b, "store_context", content=text, context_type="output")
+                delays.append(await seconds_until_found(on_a, text, stored["id"]))
+    finally:
+        log_a, log_b = a.stop(), b.stop()
+    assert "Traceback" not in log_a + log_b
+    assert len(delays) == 4
+
+
+async def test_a_replica_killed_mid_write_loses_no_acknowledged_item(
+    tmp_path: Path,
+    s3_store: ObjectLocation,
+    make_settings: SettingsFactory,
+    shared_model: Loader,
+) -> None:
+    config = replica_config(tmp_path, s3_store)
+    doomed, url = start_http_server(config)
+    survivor, url_b = start_http_server(config)
+    acknowledged: dict[str, str] = {}  # item id -> text
+    texts = {f"write-{n}": f"finding {n}: the flaky test is order dependent" for n in range(40)}
+    answered: set[str] = set()  # keys whose write was acknowledged
+    try:
+        with anyio.fail_after(180):
+
+            async def write(client: mcp.Client, key: str) -> None:
+                stored = await call(
+                    client,
+                    "store_context",
+                    content=texts[key],
+                    context_type="output",
+                    idempotency_key=key,
+                )
+                acknowledged[stored["id"]] = texts[key]
+                answered.add(key)
+
+            keys = list(texts)
+            with contextlib.suppress(Exception):  # the client's own task group, on the kill
+                async with mcp.Client(url) as client:
+                    for key in keys[:8]:
+                        await write(client, key)
+                    async with anyio.create_task_group() as group:
+                        # Writes keep coming while the replica is killed (SIGKILL).
+                        for key in keys[8:]:
+                            group.start_soon(write, client, key)
+                        await anyio.sleep(0.3)
+                        doomed.kill()
+            assert len(answered) >= 8
+            assert len(answered) < len(keys), "the kill came after every write"
+            # The client retries what was not acknowledged on the survivor, same keys.
+            async with mcp.Client(url_b) as client:
+                for key in keys:
+                    if key not in answered:
+                        await write(client, key)
+    finally:
+        doomed.stop(kill=True)
+        survivor.stop()
+    settings = make_settings(
+        storage={"path": s3_store.uri, "options": s3_store.lance_options},
+        lifecycle={"auto_run": False},
+    )
+    async with Engine(settings, model_loader=shared_model) as engine:
+        for item_id, text in acknowledged.items():
+            assert (await engine.get(item_id)).content == text
+        # Every write, acknowledged or retried, is there exactly once.
+        stored = await engine.browse(limit=100)
+        contents = Counter(item.content for item in stored.items)
+        assert [c for c, n in contents.items() if n > 1] == []
+        assert sorted(contents) == sorted(texts.values())
+        assert (stored.total, (await engine.stats()).items) == (40, 40)
