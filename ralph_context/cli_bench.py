@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ralph_context.cli_app import App, LogOption
 from ralph_context.cli_output import err, fail, start_logging
 from ralph_context.errors import RalphContextError
+from ralph_context.object_location import ObjectLocation
 
 __all__ = ["bench_app"]
 
@@ -238,6 +239,64 @@ def latency(
                 hook_iterations=iterations,
                 agent_ms=agent_ms,
                 ingest_texts=128 if quick else 512,
+                progress=start,
+            )
+        )
+    report(results, out, write_outputs, markdown)
+
+
+@bench_app.command("replicas")
+def replicas(
+    data: Annotated[
+        Path | None,
+        typer.Option(help="LoCoMo JSON (its turns fill the store, its questions are searched)."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for results.json and results.md.")] = Path(
+        "benchmarks/replicas/out"
+    ),
+    store: Annotated[
+        str | None,
+        typer.Option(
+            help="An empty prefix on object storage (s3://bucket/prefix, credentials from the "
+            "environment); default: a local S3 endpoint (moto_server) started for the run."
+        ),
+    ] = None,
+    items: Annotated[int, typer.Option(min=1_000, help="Items in the searched store.")] = 100_000,
+    queries: Annotated[int, typer.Option(min=8, help="Questions searched per store (twice).")] = 50,
+    writes: Annotated[
+        int, typer.Option(min=1, help="Items each of a replica's two clients writes.")
+    ] = 25,
+    visibility: Annotated[int, typer.Option(min=2, help="Writes timed until seen elsewhere.")] = 30,
+    log_level: LogOption = None,
+) -> None:
+    """A store on object storage shared by replicas: search p50/p99 beside the local store
+    (cold and warm), write throughput with 1, 2 and 4 replicas (lost, duplicated), and how
+    long a write takes to be found on another replica."""
+    start_logging(log_level)
+    if data is None:
+        raise fail(_LOCOMO_HINT.replace("bench retrieval", "bench replicas"))
+    try:
+        from benchmarks.replicas.endpoint import local_endpoint
+        from benchmarks.replicas.run import markdown, measure, write_outputs
+    except ImportError:
+        raise fail(_NO_BENCHMARKS) from None
+    try:
+        remote = ObjectLocation(store) if store is not None else None
+    except ValueError as exc:
+        raise fail(f"--store: {exc}") from None
+    with ExitStack() as stack, progress_bar("phases") as start:
+        try:
+            location = remote or stack.enter_context(local_endpoint())
+        except RuntimeError as exc:
+            raise fail(str(exc)) from None
+        results = anyio.run(
+            lambda: measure(
+                data,
+                remote=location,
+                items=items,
+                queries=queries,
+                per_client=writes,
+                visibility_writes=visibility,
                 progress=start,
             )
         )

@@ -127,7 +127,8 @@ def rows_where(
 def _cached(table: Any, query: Any, measure: str | None, cache: RowCache) -> pa.Table:
     """``query``'s rows, its ``measure`` column (distance or score) kept: the query returns
     only row ids (and the measure), the rows come from ``cache``."""
-    found = _run(query.select([]).with_row_id().to_arrow())
+    # The measure named: Lance warns on every query whose projection leaves it out.
+    found = _run(query.select([measure] if measure else []).with_row_id().to_arrow())
     ids = [int(i) for i in found.column(ROW_ID).to_pylist()]
     rows, present = cache.take(table, ids, _take)
     if measure is None:

@@ -109,6 +109,7 @@ async def test_a_replica_killed_mid_write_loses_no_acknowledged_item(
                         doomed.kill()
             assert len(answered) >= 8
             assert len(answered) < len(keys), "the kill came after every write"
+            first_answers = set(answered)
             # The client retries what was not acknowledged on the survivor, same keys.
             async with mcp.Client(url_b) as client:
                 for key in keys:
@@ -124,9 +125,12 @@ async def test_a_replica_killed_mid_write_loses_no_acknowledged_item(
     async with Engine(settings, model_loader=shared_model) as engine:
         for item_id, text in acknowledged.items():
             assert (await engine.get(item_id)).content == text
-        # Every write, acknowledged or retried, is there exactly once.
+        # Every write is there: none lost. A write acknowledged before the kill is there
+        # once. One in flight at the kill may be there twice: its commit can reach the
+        # bucket after the killed process is gone, and after the retry on the survivor
+        # looked for its key (at-least-once across a crash; README, "Many machines").
         stored = await engine.browse(limit=100)
-        contents = Counter(item.content for item in stored.items)
-        assert [c for c, n in contents.items() if n > 1] == []
-        assert sorted(contents) == sorted(texts.values())
-        assert (stored.total, (await engine.stats()).items) == (40, 40)
+    contents = Counter(item.content for item in stored.items)
+    assert set(contents) == set(texts.values())
+    twice = {text for text, n in contents.items() if n > 1}
+    assert not twice & {texts[key] for key in first_answers}

@@ -1,0 +1,312 @@
+"""``ralph-context bench replicas``: one memory on object storage, shared by replicas.
+
+In one run, beside the same store on local disk:
+
+- ``search``: ``Engine.search`` p50/p99 on a store of ``--items`` (real LoCoMo turns, the
+  rest through the bulk path as in ``bench latency``), on local disk, then the same files on
+  object storage; each right after opening (*cold* on object storage: indexes and rows
+  still remote) and the same questions again (*warm*: the replica's caches filled);
+- ``writes``: ``store_context`` through 1, 2 and 4 replicas (``serve --transport http``
+  processes over one store), two clients each: items/s in all, and what a reader then finds:
+  acknowledged items lost, contents stored twice;
+- ``visibility``: a write acknowledged by one replica until a search on another returns it.
+
+Without ``--store``, the object store is a local S3 endpoint the run starts (moto's server:
+a Python process on the same two cores, far slower per request than S3 itself; see the
+README for what that means for the figures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp
+import numpy as np
+import yaml
+
+from benchmarks.latency.mcp_latency import start_http
+from benchmarks.latency.run import load_corpus, load_store
+from benchmarks.replicas.endpoint import upload
+from benchmarks.settings import store_settings
+from ralph_context import Engine, Settings
+from ralph_context.embeddings.local import LocalEmbedder, load_embedder
+from ralph_context.object_location import ObjectLocation
+
+__all__ = ["markdown", "measure", "write_outputs"]
+
+Tick = Callable[[], None]
+GOALS = {
+    "warm_search_p99_vs_local": "<= 2",
+    "lost": 0,
+    "duplicated": 0,
+    "writes_4_vs_1": ">= 2",
+    "visibility_p99_s": "<= 2",
+}
+
+
+def stats(values: Sequence[float]) -> dict[str, float]:
+    data = np.asarray(values, dtype=float)
+    return {
+        "n": int(data.size),
+        "p50_ms": round(float(np.percentile(data, 50)), 1),
+        "p95_ms": round(float(np.percentile(data, 95)), 1),
+        "p99_ms": round(float(np.percentile(data, 99)), 1),
+    }
+
+
+def on(location: ObjectLocation, **storage: object) -> dict[str, object]:
+    """The ``storage`` section of a replica of ``location``."""
+    return {"path": location.uri, "options": location.lance_options, **storage}
+
+
+async def timed_searches(engine: Engine, questions: Sequence[str]) -> list[float]:
+    latencies = []
+    for question in questions:
+        started = time.perf_counter()
+        await engine.search(question)
+        latencies.append((time.perf_counter() - started) * 1000)
+    return latencies
+
+
+async def search_phase(
+    size: int, data: Path, embedder: LocalEmbedder, work: Path, remote: ObjectLocation, q: int
+) -> dict[str, Any]:
+    corpus = load_corpus(data)
+    rng = np.random.default_rng(size)
+    base_count = min(2760, len(corpus.turns))
+    bases = embedder.embed(corpus.turns[:base_count], 32)
+    folder = work / "local"
+    settings = store_settings(folder, lifecycle={"auto_run": False})
+    async with Engine(settings, model_loader=lambda _s: embedder) as engine:
+        await load_store(engine, corpus, bases, size, rng)
+        await engine.maintain()
+        await engine.maintain(reclaim=True)
+    picks = rng.choice(len(corpus.questions), size=min(q, len(corpus.questions)), replace=False)
+    questions = [corpus.questions[int(p)] for p in picks]
+    local = await two_passes(settings, embedder, questions)
+    started = time.perf_counter()
+    files = await anyio.to_thread.run_sync(upload, folder, remote)
+    uploaded_s = time.perf_counter() - started
+    shared = Settings.load(None).with_overrides(storage=on(remote), lifecycle={"auto_run": False})
+    remote_passes = await two_passes(shared, embedder, questions)
+    return {
+        "items": size,
+        "files": files,
+        "upload_s": round(uploaded_s, 1),
+        "local_first": stats(local[0]),
+        "local_again": stats(local[1]),
+        "object_first": stats(remote_passes[0]),
+        "object_again": stats(remote_passes[1]),
+        "warm_p99_vs_local": round(
+            stats(remote_passes[1])["p99_ms"] / stats(local[1])["p99_ms"], 2
+        ),
+    }
+
+
+async def two_passes(
+    settings: Settings, embedder: LocalEmbedder, questions: Sequence[str]
+) -> tuple[list[float], list[float]]:
+    """Search latencies of the questions right after the store opens (cold: on object
+    storage, indexes and rows still remote), then of the same questions again (warm: a
+    loop's queries come back to the same items; its query vectors are cached either way)."""
+    async with Engine(settings, model_loader=lambda _s: embedder) as engine:
+        await engine.search("warm-up: open the tables")
+        first = await timed_searches(engine, questions)
+        again = await timed_searches(engine, questions)
+    return first, again
+
+
+async def stop(processes: Sequence[subprocess.Popen[bytes]]) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        await anyio.to_thread.run_sync(partial(process.wait, timeout=60))
+
+
+def replica_config(folder: Path, location: ObjectLocation) -> Path:
+    section = {
+        "storage": on(location, refresh_seconds=0.5),
+        "lifecycle": {"auto_run": False},
+    }
+    config = folder / f"{location.name}.yaml"
+    config.write_text(yaml.safe_dump({"learning": {"mcp_context": section}}), encoding="utf-8")
+    return config
+
+
+async def writes_phase(
+    replicas: int, per_client: int, work: Path, location: ObjectLocation, embedder: LocalEmbedder
+) -> dict[str, Any]:
+    """``replicas`` servers, two clients each writing ``per_client`` distinct items."""
+    config = replica_config(work, location)
+    servers = [await anyio.to_thread.run_sync(start_http, config) for _ in range(replicas)]
+    acknowledged: dict[str, str] = {}
+    errors: list[str] = []
+
+    async def client(url: str, name: str) -> None:
+        async with mcp.Client(url) as session:
+            for n in range(per_client):
+                text = f"{name} wrote note {n}: the deploy waits for the schema migration"
+                result = await session.call_tool(
+                    "store_context",
+                    {"content": text, "context_type": "output", "idempotency_key": f"{name}-{n}"},
+                )
+                if result.is_error:
+                    errors.append(str(result.content[0]))
+                    continue
+                assert result.structured_content is not None
+                acknowledged[str(result.structured_content["id"])] = text
+
+    try:
+        started = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for r, (_, url) in enumerate(servers):
+                for c in range(2):
+                    group.start_soon(client, url, f"replica{r}-client{c}")
+        elapsed = time.perf_counter() - started
+    finally:
+        await stop([process for process, _ in servers])
+    reader = Settings.load(None).with_overrides(storage=on(location), lifecycle={"auto_run": False})
+    async with Engine(reader, model_loader=lambda _s: embedder) as engine:
+        page = await engine.browse(limit=max(1, 4 * per_client * replicas))
+    stored = Counter(item.content for item in page.items)
+    ids = {item.id for item in page.items}
+    return {
+        "replicas": replicas,
+        "writes": 2 * per_client * replicas,
+        "acknowledged": len(acknowledged),
+        "errors": len(errors),
+        "items_per_s": round(len(acknowledged) / elapsed, 1),
+        "lost": sum(1 for i in acknowledged if i not in ids),
+        "duplicated": sum(n - 1 for n in stored.values() if n > 1),
+    }
+
+
+async def visibility_phase(writes: int, work: Path, location: ObjectLocation) -> dict[str, Any]:
+    """Seconds from a write's acknowledgement on one replica until a search on another
+    returns it (searches back to back)."""
+    config = replica_config(work, location)
+    (a, url_a), (b, url_b) = [await anyio.to_thread.run_sync(start_http, config) for _ in "ab"]
+    delays: list[float] = []
+    try:
+        async with mcp.Client(url_a) as writer, mcp.Client(url_b) as reader:
+            for n in range(writes):
+                text = f"visibility probe {n}: the staging cluster is drained on fridays"
+                stored = await writer.call_tool(
+                    "store_context", {"content": text, "context_type": "output"}
+                )
+                assert stored.structured_content is not None
+                item_id = stored.structured_content["id"]
+                acknowledged = time.perf_counter()
+                while time.perf_counter() - acknowledged < 30:
+                    found = await reader.call_tool("get_relevant_context", {"query": text})
+                    assert found.structured_content is not None
+                    items = found.structured_content["items"]
+                    if item_id in {entry["item"]["id"] for entry in items}:
+                        break
+                delays.append((time.perf_counter() - acknowledged) * 1000)
+    finally:
+        await stop([a, b])
+    measured = stats(delays)
+    return {"writes": writes, "refresh_seconds": 0.5, **measured}
+
+
+async def measure(
+    data: Path,
+    *,
+    remote: ObjectLocation,
+    items: int,
+    queries: int,
+    per_client: int,
+    visibility_writes: int,
+    progress: Callable[[int], Tick],
+) -> dict[str, Any]:
+    embedder = load_embedder(Settings.load(None).embeddings)
+    tick = progress(5)
+    with tempfile.TemporaryDirectory(prefix="ralph-replicas-") as tmp:
+        work = Path(tmp)
+        search = await search_phase(items, data, embedder, work, remote / "search", queries)
+        tick()
+        writes = []
+        for count in (1, 2, 4):
+            target = remote / f"writes-{count}"
+            writes.append(await writes_phase(count, per_client, work, target, embedder))
+            tick()
+        visibility = await visibility_phase(visibility_writes, work, remote / "visibility")
+        tick()
+    one = writes[0]["items_per_s"] or 1.0
+    return {
+        "machine": {"cpus": os.cpu_count(), "load_after": [round(x, 2) for x in os.getloadavg()]},
+        "object_store": str(remote),
+        "search": search,
+        "writes": writes,
+        "visibility": visibility,
+        "summary": {
+            "warm_search_p99_vs_local": search["warm_p99_vs_local"],
+            "lost": sum(w["lost"] for w in writes),
+            "duplicated": sum(w["duplicated"] for w in writes),
+            "writes_4_vs_1": round(writes[-1]["items_per_s"] / one, 2),
+            "visibility_p99_s": round(visibility["p99_ms"] / 1000, 2),
+        },
+        "goals": GOALS,
+    }
+
+
+def markdown(results: dict[str, Any]) -> str:
+    s = results["search"]
+    lines = [
+        f"# Replicas on object storage ({results['object_store']})",
+        "",
+        f"Search at {s['items']:,} items, ms (`Engine.search`):",
+        "",
+        "| store | p50 | p95 | p99 |",
+        "|---|---:|---:|---:|",
+    ]
+    rows = (
+        ("local disk, first", "local_first"),
+        ("local disk, again", "local_again"),
+        ("object storage, first (cold)", "object_first"),
+        ("object storage, again (warm)", "object_again"),
+    )
+    for name, key in rows:
+        lines.append(f"| {name} | {s[key]['p50_ms']} | {s[key]['p95_ms']} | {s[key]['p99_ms']} |")
+    lines += [
+        "",
+        "| replicas | writes | items/s | errors | lost | duplicated |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results["writes"]:
+        lines.append(
+            f"| {r['replicas']} | {r['writes']} | {r['items_per_s']} | {r['errors']} | "
+            f"{r['lost']} | {r['duplicated']} |"
+        )
+    v = results["visibility"]
+    lines += [
+        "",
+        f"Visibility between replicas (refresh {v['refresh_seconds']} s, {v['writes']} writes): "
+        f"p50 {v['p50_ms']} ms, p99 {v['p99_ms']} ms.",
+        "",
+        "| summary | value | goal |",
+        "|---|---:|---|",
+    ]
+    for key, value in results["summary"].items():
+        lines.append(f"| {key} | {value} | {GOALS[key]} |")
+    lines.append(f"\nLoad after the run: {results['machine']['load_after']}.")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(results: dict[str, Any], out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    data, text = out / "results.json", out / "results.md"
+    data.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    text.write_text(markdown(results), encoding="utf-8")
+    return [data, text]
