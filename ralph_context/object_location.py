@@ -179,7 +179,9 @@ class ObjectLocation:
         try:
             yield
         except BaseError as exc:
-            raise OSError(f"{self.uri.rstrip('/')}/{name}: {exc}") from exc
+            # The first paragraph: obstore appends a multi-line debug dump of the error.
+            reason = str(exc).split("\n\n", 1)[0].strip()
+            raise OSError(f"{self.uri.rstrip('/')}/{name}: {reason}") from exc
 
     def _store(self) -> Any:
         bucket, prefix, _ = self._parts

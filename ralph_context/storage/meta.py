@@ -51,7 +51,9 @@ class StoreRecord:
                 dimension=int(loaded["dimension"]),
                 vector_index_rows=int(loaded.get("vector_index_rows") or 0),
             )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except OSError as exc:  # a file system or object store that did not answer
+            raise StoreError(f"cannot read the store's model record: {exc}") from exc
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             where = f"{location}/{META_FILE}"
             problem = f"{where} is unreadable ({exc}); the store's model is unknown"
             raise StoreError(problem) from exc

@@ -113,6 +113,11 @@ def test_bench_errors_are_one_clear_line(tmp_path: Path) -> None:
     assert sizes.returncode == 2 and "--items must be comma-separated integers" in sizes.stderr
     openai = cli("bench", "ab", "--agent", "openai", check=False)
     assert openai.returncode == 2 and "needs --base-url and --model" in openai.stderr
+    store = cli("bench", "replicas", "--data", "x.json", "--store", "ftp://b/x", check=False)
+    assert (
+        store.returncode == 2
+        and "--store: 'ftp://b/x' is not an object-storage URI" in store.stderr
+    )
 
 
 @pytest.mark.model
@@ -140,3 +145,36 @@ def test_bench_console_times_every_page_and_writes_its_files(tmp_path: Path) -> 
         assert 0 < page["server_p50_ms"] <= page["wall_p50_ms"]
     assert results["met"] == (results["worst_server_p99_ms"] <= 300)
     assert "| health |" in done.stderr and (tmp_path / "results.md").is_file()
+
+
+@pytest.mark.model
+def test_bench_replicas_shares_a_store_on_a_local_s3_endpoint(tmp_path: Path) -> None:
+    done = cli(
+        "bench",
+        "replicas",
+        "--data",
+        str(HERE / "tiny_locomo.json"),
+        "--items",
+        "1000",
+        "--queries",
+        "8",
+        "--writes",
+        "2",
+        "--visibility",
+        "2",
+        "--out",
+        str(tmp_path),
+    )
+    results = json.loads((tmp_path / "results.json").read_text())
+    search = results["search"]
+    assert search["items"] == 1000 and search["files"] > 0
+    for key in ("local_first", "local_again", "object_first", "object_again"):
+        assert search[key]["n"] == 8 and 0 < search[key]["p50_ms"] <= search[key]["p99_ms"]
+    assert [w["replicas"] for w in results["writes"]] == [1, 2, 4]
+    for run in results["writes"]:
+        assert run["acknowledged"] == run["writes"] == 4 * run["replicas"]
+        assert (run["lost"], run["duplicated"], run["errors"]) == (0, 0, 0)
+    assert results["visibility"]["n"] == 2 and results["visibility"]["p50_ms"] > 0
+    assert set(results["summary"]) == set(results["goals"])
+    assert results["summary"]["lost"] == results["summary"]["duplicated"] == 0
+    assert "| object storage, again (warm) |" in done.stderr

@@ -3,16 +3,20 @@ store works there, and two engines (replicas) share the store."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import anyio
+import pyarrow as pa
 
 from ralph_context import ContextState, Engine
 from ralph_context.config import Settings
 from ralph_context.object_location import ObjectLocation
 from ralph_context.storage.lease import MaintenanceLease
+from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.reindex import reindex_store
 from ralph_context.storage.store_upkeep import ANOTHER_REPLICA
+from ralph_context.transfer import export_store, import_store
 from tests.helpers import Loader, SettingsFactory, advance
 from tests.test_lifecycle import REPORT
 
@@ -145,3 +149,28 @@ async def test_two_replicas_share_writes_and_one_maintains(
 def test_a_local_store_has_no_lease(tmp_path: Path) -> None:
     settings = Settings.load(None).with_overrides(storage={"path": str(tmp_path / "s")})
     assert isinstance(settings.store_root(), Path)
+
+
+async def test_export_import_and_pack_tables_on_s3(
+    make_settings: SettingsFactory, shared_model: Loader, s3_store: ObjectLocation
+) -> None:
+    settings = on_s3(make_settings, s3_store)
+    async with Engine(settings, model_loader=shared_model) as engine:
+        kept = await engine.store("the wheel cache is keyed by the lockfile hash", "skill")
+        out = io.StringIO()
+        exported = await export_store(engine, out)
+        assert exported.items == 1
+
+        def pack_table(space: PackSpace) -> int:
+            table = space.db.create_table("pack_probe", pa.table({"n": [1, 2, 3]}))
+            return int(table.count_rows())
+
+        # A tool pack's own tables live beside the store's, on object storage too.
+        assert await engine.in_packs(pack_table) == 3
+    assert "pack_probe.lance" in s3_store.folders()
+    copy = on_s3(make_settings, s3_store / "copy")
+    async with Engine(copy, model_loader=shared_model) as engine:
+        imported = await import_store(engine, io.StringIO(out.getvalue()))
+        assert imported.items == 1
+        assert (await engine.get(kept.id)).content == kept.content
+        assert (await engine.search("lockfile wheel cache")).items[0].item.id == kept.id
