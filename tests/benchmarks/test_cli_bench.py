@@ -169,7 +169,8 @@ def test_bench_replicas_shares_a_store_on_a_local_s3_endpoint(tmp_path: Path) ->
     search = results["search"]
     assert search["items"] == 1000 and search["files"] > 0
     for key in ("local_first", "local_again", "object_first", "object_again"):
-        assert search[key]["n"] == 8 and 0 < search[key]["p50_ms"] <= search[key]["p99_ms"]
+        # Every question of the tiny file (5, under --queries), in each pass.
+        assert search[key]["n"] == 5 and 0 < search[key]["p50_ms"] <= search[key]["p99_ms"]
     assert [w["replicas"] for w in results["writes"]] == [1, 2, 4]
     for run in results["writes"]:
         assert run["acknowledged"] == run["writes"] == 4 * run["replicas"]
