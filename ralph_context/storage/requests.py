@@ -16,17 +16,19 @@ iterations later). Keys are kept as long as the store.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 
-from ralph_context.storage import reads
-from ralph_context.storage.filters import sql_string
+from ralph_context.object_location import ObjectLocation
 
-__all__ = ["REQUEST_KEYS", "RequestLog", "request_keys_schema"]
+__all__ = ["CLAIMS", "REQUEST_KEYS", "RequestLog", "request_keys_schema"]
 
 REQUEST_KEYS = "request_keys"
+# The folder of key claims on a store replicas share (see RequestLog).
+CLAIMS = "request_key_claims"
 
 
 def request_keys_schema() -> pa.Schema:
@@ -43,10 +45,13 @@ class RequestLog:
     """Keys seen so far and what each produced. ``table`` is ``None`` for a read-only open
     of a store written before keys existed (nothing to look up)."""
 
-    def __init__(self, table: Any | None, *, shared: bool = False) -> None:
+    def __init__(self, table: Any | None, *, claims: ObjectLocation | None = None) -> None:
         self.table = table
-        # Other replicas record keys too (a store on object storage): see ``find``.
-        self.shared = shared
+        # On object storage, where replicas share the store, each key is also a small object
+        # under ``claims``, created only if absent: the first replica to create it owns the
+        # key, and a lookup is one GET (the table, one fragment per keyed write, cost a GET
+        # per fragment: 80 a lookup after 160 writes).
+        self.claims = claims
         self._targets: dict[str, str] = {}
         if table is not None and table.count_rows():
             rows = table.search().select(["key", "target"]).limit(None).to_arrow()
@@ -58,23 +63,42 @@ class RequestLog:
         return self._targets.get(key)
 
     def find(self, key: str) -> str | None:
-        """:meth:`get`, then, on a store replicas share, the table: a client whose write
-        timed out on one replica retries on another, which must find the first's key."""
+        """:meth:`get`, then, on a store replicas share, the key's claim: a client whose
+        write timed out on one replica retries on another, which must find the first's."""
         known = self._targets.get(key)
-        if known is not None or not self.shared or self.table is None:
+        if known is not None or self.claims is None:
             return known
-        # Now, not at the next refresh: the retry may follow the first call within it.
-        self.table.checkout_latest()
-        rows = reads.rows_where(self.table, f"key = {sql_string(key)}", 1, columns=["target"])
-        if not rows.num_rows:
+        found = self.claims.read(_claim(key))
+        if found is None:
             return None
-        found = self._targets[key] = str(rows.column("target")[0].as_py())
-        return found
+        self._targets[key] = found[0].decode("utf-8")
+        return self._targets[key]
+
+    def claim(self, key: str, target: str) -> str:
+        """Record ``key -> target`` unless a write with ``key`` came first (on another
+        replica); the target the key stands for, either way."""
+        if self.claims is None:
+            self.put(key, target)
+            return target
+        if self.claims.write(_claim(key), target.encode("utf-8"), replacing="") is None:
+            found = self.claims.read(_claim(key))
+            target = found[0].decode("utf-8") if found is not None else target
+        self._targets[key] = target
+        return target
 
     def put(self, key: str, target: str) -> None:
-        """Remember ``key -> target`` (one table write)."""
+        """Remember ``key -> target`` (one table write; the key's claim on a shared
+        store)."""
+        if self.claims is not None:
+            self.claim(key, target)
+            return
         if self.table is None:
             raise RuntimeError("a read-only open records no request keys")
         row = {"key": key, "target": target, "created_at": datetime.now(UTC)}
         self.table.add(pa.Table.from_pylist([row], schema=request_keys_schema()))
         self._targets[key] = target
+
+
+def _claim(key: str) -> str:
+    """The object of ``key``'s claim: keys are the client's text, names must be safe."""
+    return f"{CLAIMS}/{hashlib.sha256(key.encode('utf-8')).hexdigest()}"

@@ -130,7 +130,8 @@ class StoreCore:
         self.iterations = self._table(ITERATIONS, iterations_schema())
         self.usage = UsageLedger(self._table(USAGE, usage_schema()))
         self.requests = RequestLog(
-            self._table(REQUEST_KEYS, request_keys_schema(), needed=False), shared=self.shared
+            self._table(REQUEST_KEYS, request_keys_schema(), needed=False),
+            claims=location if isinstance(location, ObjectLocation) else None,
         )
         self.archive = ArchiveStore(
             location,

@@ -196,20 +196,21 @@ class StoreItems(StoreCore):
         """Store ``item`` unless a write with idempotency ``key`` came first; returns the
         stored item and whether it was written now (see ``requests``)."""
         known = self.requests.find(key)
-        if known is not None:
-            if self.shared:
-                # Another replica may have stored it a moment ago: look at the latest.
-                self.items.checkout_latest()
-            first = self.get_items([known]) or [
-                entry.item for entry in self.archive.get([known], "archived")
-            ]
-            if first:
-                return first[0], False
-            # The first call's writer died between the key and the item: finish it.
-            item = item.model_copy(update={"id": known})
-        else:
-            self.requests.put(key, item.id)
-        (stored,) = self.add_items([(item, vector)])
+        if known is None:
+            known = self.requests.claim(key, item.id)
+            if known == item.id:
+                (stored,) = self.add_items([(item, vector)])
+                return stored, True
+        if self.shared:
+            # Another replica may have stored it a moment ago: look at the latest.
+            self.items.checkout_latest()
+        first = self.get_items([known]) or [
+            entry.item for entry in self.archive.get([known], "archived")
+        ]
+        if first:
+            return first[0], False
+        # The first call's writer died between the key and the item: finish it.
+        (stored,) = self.add_items([(item.model_copy(update={"id": known}), vector)])
         return stored, True
 
     def all_ids(self) -> list[str]:

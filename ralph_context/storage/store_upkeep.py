@@ -138,7 +138,9 @@ class StoreUpkeep(StoreCore):
             # Lance warns that readers of old versions would fail: this process is the only
             # writer, and reclaiming is only asked for when the store is over its size limit.
             warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
-            for table in (self.items, self.iterations, self.usage.table):
+            # The request keys too: one fragment per keyed write until compacted.
+            keys = () if self.requests.table is None else (self.requests.table,)
+            for table in (self.items, self.iterations, self.usage.table, *keys):
                 tidy(
                     table,
                     options=self.storage_options,

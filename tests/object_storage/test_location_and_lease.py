@@ -13,6 +13,7 @@ from ralph_context import namespaces
 from ralph_context.config import Settings
 from ralph_context.object_location import ObjectLocation, is_object_uri, read_text, write_text
 from ralph_context.storage.lease import LEASE_OBJECT, MaintenanceLease
+from ralph_context.storage.requests import RequestLog
 from ralph_context.storage.upkeep import kept_for_readers
 
 
@@ -157,3 +158,15 @@ def test_cleanup_keeps_every_version_a_replica_may_still_read() -> None:
     assert now - kept > at(600)
     # Once every replacement is older than the grace, the retention alone decides.
     assert kept_for_readers(versions[:2], five, timedelta(minutes=1), now) == five
+
+
+def test_the_first_replica_to_claim_an_idempotency_key_owns_it(s3_store: ObjectLocation) -> None:
+    a, b = RequestLog(None, claims=s3_store), RequestLog(None, claims=s3_store)
+    assert b.find("retry-me") is None
+    assert a.claim("retry-me", "item-from-a") == "item-from-a"
+    # b, asked the same key later (a client retrying on another replica), gets a's item.
+    assert b.find("retry-me") == "item-from-a"
+    assert b.claim("retry-me", "item-from-b") == "item-from-a"
+    # Any text is a key: the claim's object name is a digest of it.
+    odd = "x' OR 1=1 -- /../\\u0000"
+    assert a.claim(odd, "odd-item") == "odd-item" and b.find(odd) == "odd-item"
