@@ -152,7 +152,7 @@ class StorageReads(Actor[StorageRequest, object]):
         store = self._store
         state = self.health.state
         if store is None or state is not ActorState.RUNNING:
-            raise ActorUnavailable(f"{self.name} is {state.value}")
+            raise self.unavailable()
         try:
             with anyio.fail_after(self.timeout):
                 return await anyio.to_thread.run_sync(

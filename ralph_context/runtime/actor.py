@@ -133,6 +133,15 @@ class Actor(ABC, Generic[RequestT, ReplyT]):
             else:
                 envelope.resolve(reply)
 
+    def unavailable(self) -> ActorUnavailable:
+        """Why this actor cannot answer now: its state, and for a down actor the error
+        that brought it down (``storage is down`` alone left a user with nothing to fix)."""
+        state = self.health.state
+        error = self.health.last_error
+        if state is ActorState.DOWN and error:
+            return ActorUnavailable(f"{self.name} is down: {error}")
+        return ActorUnavailable(f"{self.name} is {state.value}")
+
     async def call(self, request: RequestT, *, timeout: float) -> ReplyT:  # noqa: ASYNC109
         """Send a request and wait for its answer.
 
@@ -144,7 +153,7 @@ class Actor(ABC, Generic[RequestT, ReplyT]):
                 answer within ``timeout`` seconds.
         """
         if self.health.state in (ActorState.DOWN, ActorState.STOPPED):
-            raise ActorUnavailable(f"{self.name} is {self.health.state.value}")
+            raise self.unavailable()
         # buffer=1: the actor answers with send_nowait and must never block on a slow caller.
         reply_send, reply_recv = anyio.create_memory_object_stream[_Value[ReplyT] | _Refusal](1)
         try:

@@ -15,6 +15,7 @@ from ralph_context.object_location import ObjectLocation, is_object_uri, read_te
 from ralph_context.storage.lease import LEASE_OBJECT, MaintenanceLease
 from ralph_context.storage.requests import RequestLog
 from ralph_context.storage.upkeep import kept_for_readers
+from tests.test_cli import cli
 
 
 def test_uris_are_told_from_folders() -> None:
@@ -170,3 +171,18 @@ def test_the_first_replica_to_claim_an_idempotency_key_owns_it(s3_store: ObjectL
     # Any text is a key: the claim's object name is a digest of it.
     odd = "x' OR 1=1 -- /../\\u0000"
     assert a.claim(odd, "odd-item") == "odd-item" and b.find(odd) == "odd-item"
+
+
+def test_a_command_on_an_unreachable_store_says_why(tmp_path: Path) -> None:
+    config = tmp_path / "ralph.yaml"
+    config.write_text(
+        "learning:\n  mcp_context:\n    storage:\n      path: s3://bucket/store\n"
+        "      options: {aws_endpoint: 'http://127.0.0.1:9', aws_region: us-east-1,"
+        " aws_access_key_id: x, aws_secret_access_key: x, allow_http: 'true', timeout: 1s}\n",
+        encoding="utf-8",
+    )
+    done = cli("stats", "--config", str(config), check=False)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: storage is down: PermanentFailure: cannot open the store at")
+    assert "s3://bucket/store/store.json" in last
