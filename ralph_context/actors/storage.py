@@ -168,9 +168,9 @@ class StorageActor(StorageReads, StorageWrites):
     async def may_maintain(self) -> bool:
         """True unless the store is on object storage and another replica holds its
         maintenance lease (taken or renewed by asking; see ``storage.lease``)."""
-        if self._store is None or self.read_only:
-            return not self.read_only
-        if self._store.lease is None:
+        if self.read_only:
+            return False
+        if self._store is None or self._store.lease is None:
             return True
         return await anyio.to_thread.run_sync(self._store.may_maintain)
 

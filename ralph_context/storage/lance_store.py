@@ -18,8 +18,6 @@ model record, running counts), ``store_items`` (item reads and writes), ``store_
 
 from __future__ import annotations
 
-# STORAGE_OPTIONS as itself: re-exported for ``reindex``, which opens tables the same way.
-from ralph_context.storage.store_core import STORAGE_OPTIONS as STORAGE_OPTIONS
 from ralph_context.storage.store_items import StoreItems
 from ralph_context.storage.store_iterations import StoreIterations
 from ralph_context.storage.store_lifecycle import AgeRow, StoreLifecycle

@@ -107,20 +107,15 @@ def rows_where(
     """Rows matching ``where`` (all rows when ``None``), at most ``limit`` (``None``: all);
     only ``columns`` when given (a listing sorts a few columns, not every row whole); whole
     rows from ``cache`` when given."""
-    if cache is not None and columns is None:
-        query = async_table(table).query()
-        if where:
-            query = query.where(where)
-        if limit is not None:
-            query = query.limit(limit)
-        return _cached(table, query, None, cache)
     query = async_table(table).query()
-    if columns is not None:
-        query = query.select(columns)
     if where:
         query = query.where(where)
     if limit is not None:
         query = query.limit(limit)
+    if columns is not None:
+        return _run(query.select(columns).to_arrow())
+    if cache is not None:
+        return _cached(table, query, None, cache)
     return _run(query.to_arrow())
 
 

@@ -18,11 +18,12 @@ import pyarrow as pa
 from ralph_context.embeddings.batching import plan_batches
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.errors import StoreError
-from ralph_context.object_location import Location, ObjectLocation, remove
+from ralph_context.object_location import Location, remove
 from ralph_context.storage import writer_lock
-from ralph_context.storage.lance_store import STORAGE_OPTIONS, LanceStore
+from ralph_context.storage.lance_store import LanceStore
 from ralph_context.storage.meta import META_FILE
 from ralph_context.storage.schema import ITEMS, items_schema
+from ralph_context.storage.store_core import options_for
 
 __all__ = ["reindex_store"]
 
@@ -45,8 +46,7 @@ def reindex_store(
         StoreError: There is no store at ``location``.
         StoreLocked: Another process writes it (an engine or server using the store).
     """
-    extra = location.lance_options if isinstance(location, ObjectLocation) else {}
-    db = lancedb.connect(str(location), storage_options={**STORAGE_OPTIONS, **extra})
+    db = lancedb.connect(str(location), storage_options=options_for(location))
     if ITEMS not in db.list_tables().tables:
         raise StoreError(f"no store at {location} (no {ITEMS} table)")
     lock = lock_at or location

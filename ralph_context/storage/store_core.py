@@ -60,6 +60,13 @@ _SCALAR_INDEXES = (
 )
 
 
+def options_for(location: Location | None) -> dict[str, str]:
+    """LanceDB's ``storage_options`` for a store at ``location``: the file format (below)
+    and, on object storage, the object store's own (endpoint, credentials)."""
+    extra = location.lance_options if isinstance(location, ObjectLocation) else {}
+    return {**STORAGE_OPTIONS, **extra}
+
+
 class StoreCore:
     """The tables, the model record and the state the parts of the store share; the
     arguments are :class:`~ralph_context.storage.lance_store.LanceStore`'s.
@@ -200,8 +207,7 @@ class StoreCore:
         Lance file format 2.1: it reads scattered rows ~4 ms faster per query than the
         default (2.0) at 100k items, and a vector search materialises every candidate row.
         """
-        extra = self.location.lance_options if isinstance(self.location, ObjectLocation) else {}
-        return {**STORAGE_OPTIONS, **extra}
+        return options_for(self.location)
 
     def _table(self, name: str, schema: pa.Schema, *, needed: bool = True) -> Any:
         """Table ``name``, created empty if missing. Reading only, a missing table is
