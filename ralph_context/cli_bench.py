@@ -8,6 +8,7 @@ get it when it is missing.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from enum import StrEnum
@@ -276,7 +277,7 @@ def replicas(
     if data is None:
         raise fail(_LOCOMO_HINT.replace("bench retrieval", "bench replicas"))
     try:
-        from benchmarks.replicas.endpoint import local_endpoint
+        from benchmarks.replicas.endpoint import Endpoint, local_endpoint
         from benchmarks.replicas.run import markdown, measure, write_outputs
     except ImportError:
         raise fail(_NO_BENCHMARKS) from None
@@ -286,13 +287,17 @@ def replicas(
         raise fail(f"--store: {exc}") from None
     with ExitStack() as stack, progress_bar("phases") as start:
         try:
-            location = remote or stack.enter_context(local_endpoint())
+            if remote is not None:
+                endpoint = Endpoint(remote)
+            else:
+                logs = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+                endpoint = stack.enter_context(local_endpoint(logs / "moto-requests.log"))
         except RuntimeError as exc:
             raise fail(str(exc)) from None
         results = anyio.run(
             lambda: measure(
                 data,
-                remote=location,
+                endpoint=endpoint,
                 items=items,
                 queries=queries,
                 per_client=writes,

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import mcp
 import numpy as np
 from mcp import StdioServerParameters
@@ -38,6 +37,7 @@ from benchmarks.latency.run import (
     load_store,
     percentile,
 )
+from benchmarks.serving import wait_until_serving
 from benchmarks.settings import store_settings
 from ralph_context import Engine, Settings
 from ralph_context.embeddings.local import load_embedder
@@ -87,12 +87,7 @@ def start_http(config: Path) -> tuple[subprocess.Popen[bytes], str]:
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}/mcp"
-    for _ in range(1200):
-        try:
-            httpx.get(url, timeout=0.5)
-            break
-        except httpx.TransportError:
-            time.sleep(0.1)
+    wait_until_serving(url, process)
     return process, url
 
 

@@ -1,6 +1,7 @@
 """Where ``bench replicas`` keeps its stores: a bucket on a local S3 endpoint it starts
 (moto's server on a loopback port), or a store the user names (``--store s3://...``, with
-credentials from the environment as the AWS SDKs read them)."""
+credentials from the environment as the AWS SDKs read them). The object-storage tests
+start their endpoint with :func:`moto_server` too."""
 
 from __future__ import annotations
 
@@ -12,20 +13,39 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+from benchmarks.serving import wait_until_serving
 from ralph_context.object_location import ObjectLocation
 
-__all__ = ["local_endpoint", "upload"]
+__all__ = ["Endpoint", "capacity", "local_endpoint", "moto_server", "upload"]
 
 BUCKET = "ralph-bench"
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """The object store of a run; ``request_log`` is moto's (a line per request it
+    answered), ``None`` for a store the user names (its requests cannot be counted)."""
+
+    location: ObjectLocation
+    request_log: Path | None = None
+
+    def requests(self) -> int | None:
+        """Requests the endpoint has answered so far, if it says."""
+        if self.request_log is None:
+            return None
+        with self.request_log.open(encoding="utf-8", errors="replace") as log:
+            return sum(1 for line in log if " HTTP/1.1" in line)
+
+
 @contextmanager
-def local_endpoint() -> Iterator[ObjectLocation]:
-    """``s3://ralph-bench`` on a moto server started for the run (stopped after it).
+def moto_server(request_log: Path | None = None) -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` of a moto S3 server started here, stopped on exit; its
+    request log goes to ``request_log`` when given.
 
     Raises:
         RuntimeError: moto's server is not installed (``pip install 'moto[server]'``) or
@@ -37,21 +57,32 @@ def local_endpoint() -> Iterator[ObjectLocation]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
-    process = subprocess.Popen(
-        [server, "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
+    log = request_log.open("wb") if request_log is not None else subprocess.DEVNULL
     try:
-        for _ in range(600):
-            try:
-                httpx.get(url, timeout=1.0)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError(f"moto_server did not answer at {url}")
+        process = subprocess.Popen(
+            [server, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_until_serving(url, process, seconds=60)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    finally:
+        if request_log is not None and not isinstance(log, int):
+            log.close()
+
+
+@contextmanager
+def local_endpoint(request_log: Path) -> Iterator[Endpoint]:
+    """``s3://ralph-bench`` on a moto server started for the run (stopped after it), its
+    requests logged to ``request_log``.
+
+    Raises:
+        RuntimeError: moto's server is missing or did not answer.
+    """
+    with moto_server(request_log) as url:
         # Moto takes any bucket creation (an unsigned PUT of the bucket).
         httpx.put(f"{url}/{BUCKET}", timeout=10.0).raise_for_status()
         options = {
@@ -61,10 +92,28 @@ def local_endpoint() -> Iterator[ObjectLocation]:
             "aws_region": "us-east-1",
             "allow_http": "true",
         }
-        yield ObjectLocation(f"s3://{BUCKET}", tuple(sorted(options.items())))
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+        location = ObjectLocation(f"s3://{BUCKET}", tuple(sorted(options.items())))
+        yield Endpoint(location, request_log)
+
+
+def capacity(location: ObjectLocation, clients: int, rounds: int = 40) -> float:
+    """Requests per second the store answers to ``clients`` threads, each making ``rounds``
+    of a small write, its read and a listing (the kinds a commit makes). A store that
+    scales answers more with more clients; moto, one Python process, answers about the
+    same number however many ask."""
+    place = location / "capacity"
+
+    def client(n: int) -> int:
+        for r in range(rounds):
+            place.write(f"{n}/{r}", b"x" * 512)
+            place.read(f"{n}/{r}")
+            place.folders()
+        return 3 * rounds
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        made = sum(pool.map(client, range(clients)))
+    return made / (time.perf_counter() - started)
 
 
 def upload(folder: Path, target: ObjectLocation) -> int:

@@ -36,7 +36,7 @@ import yaml
 
 from benchmarks.latency.mcp_latency import start_http
 from benchmarks.latency.run import load_corpus, load_store
-from benchmarks.replicas.endpoint import upload
+from benchmarks.replicas.endpoint import Endpoint, capacity, upload
 from benchmarks.settings import store_settings
 from ralph_context import Engine, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
@@ -45,6 +45,8 @@ from ralph_context.object_location import ObjectLocation
 __all__ = ["markdown", "measure", "write_outputs"]
 
 Tick = Callable[[], None]
+# Untimed writes each client makes first (see writes_phase).
+WARM_UP = 3
 GOALS = {
     "warm_search_p99_vs_local": "<= 2",
     "lost": 0,
@@ -144,48 +146,76 @@ def replica_config(folder: Path, location: ObjectLocation) -> Path:
 
 
 async def writes_phase(
-    replicas: int, per_client: int, work: Path, location: ObjectLocation, embedder: LocalEmbedder
+    replicas: int, per_client: int, work: Path, endpoint: Endpoint, embedder: LocalEmbedder
 ) -> dict[str, Any]:
-    """``replicas`` servers, two clients each writing ``per_client`` distinct items."""
-    config = replica_config(work, location)
+    """``replicas`` servers, two clients each writing ``per_client`` distinct items, timed
+    from when every client has made its :data:`WARM_UP` writes (a replica's first writes
+    open its tables and sessions: with 25 writes a client they were a third of the time)."""
+    config = replica_config(work, endpoint.location)
     servers = [await anyio.to_thread.run_sync(start_http, config) for _ in range(replicas)]
     acknowledged: dict[str, str] = {}
     errors: list[str] = []
+    latencies: list[float] = []
+    warm = anyio.Event()
+    waiting = [2 * replicas]
+
+    async def write(session: mcp.Client, text: str, key: str) -> None:
+        result = await session.call_tool(
+            "store_context", {"content": text, "context_type": "output", "idempotency_key": key}
+        )
+        if result.is_error:
+            errors.append(str(result.content[0]))
+            return
+        assert result.structured_content is not None
+        acknowledged[str(result.structured_content["id"])] = text
 
     async def client(url: str, name: str) -> None:
         async with mcp.Client(url) as session:
+            for n in range(WARM_UP):
+                await write(session, f"{name} warmed up {n}: the build cache", f"{name}-w{n}")
+            waiting[0] -= 1
+            if not waiting[0]:
+                warm.set()
+            await warm.wait()
             for n in range(per_client):
                 text = f"{name} wrote note {n}: the deploy waits for the schema migration"
-                result = await session.call_tool(
-                    "store_context",
-                    {"content": text, "context_type": "output", "idempotency_key": f"{name}-{n}"},
-                )
-                if result.is_error:
-                    errors.append(str(result.content[0]))
-                    continue
-                assert result.structured_content is not None
-                acknowledged[str(result.structured_content["id"])] = text
+                started = time.perf_counter()
+                await write(session, text, f"{name}-{n}")
+                latencies.append((time.perf_counter() - started) * 1000)
 
     try:
-        started = time.perf_counter()
         async with anyio.create_task_group() as group:
             for r, (_, url) in enumerate(servers):
                 for c in range(2):
                     group.start_soon(client, url, f"replica{r}-client{c}")
+            await warm.wait()
+            requests_before = endpoint.requests()
+            started = time.perf_counter()
         elapsed = time.perf_counter() - started
+        requests_after = endpoint.requests()
     finally:
         await stop([process for process, _ in servers])
-    reader = Settings.load(None).with_overrides(storage=on(location), lifecycle={"auto_run": False})
+    reader = Settings.load(None).with_overrides(
+        storage=on(endpoint.location), lifecycle={"auto_run": False}
+    )
+    total = 2 * (per_client + WARM_UP) * replicas
     async with Engine(reader, model_loader=lambda _s: embedder) as engine:
-        page = await engine.browse(limit=max(1, 4 * per_client * replicas))
+        page = await engine.browse(limit=2 * total)
     stored = Counter(item.content for item in page.items)
     ids = {item.id for item in page.items}
+    timed = 2 * per_client * replicas
+    made = None
+    if requests_before is not None and requests_after is not None:
+        made = round((requests_after - requests_before) / timed, 1)
     return {
         "replicas": replicas,
-        "writes": 2 * per_client * replicas,
+        "writes": total,
+        "timed": timed,
         "acknowledged": len(acknowledged),
         "errors": len(errors),
-        "items_per_s": round(len(acknowledged) / elapsed, 1),
+        "items_per_s": round(timed / elapsed, 1),
+        "write_ms": stats(latencies),
+        "requests_per_write": made,
         "lost": sum(1 for i in acknowledged if i not in ids),
         "duplicated": sum(n - 1 for n in stored.values() if n > 1),
     }
@@ -223,7 +253,7 @@ async def visibility_phase(writes: int, work: Path, location: ObjectLocation) ->
 async def measure(
     data: Path,
     *,
-    remote: ObjectLocation,
+    endpoint: Endpoint,
     items: int,
     queries: int,
     per_client: int,
@@ -231,17 +261,23 @@ async def measure(
     progress: Callable[[int], Tick],
 ) -> dict[str, Any]:
     embedder = load_embedder(Settings.load(None).embeddings)
-    tick = progress(5)
+    remote = endpoint.location
+    tick = progress(6)
     with tempfile.TemporaryDirectory(prefix="ralph-replicas-") as tmp:
         work = Path(tmp)
         search = await search_phase(items, data, embedder, work, remote / "search", queries)
         tick()
         writes = []
         for count in (1, 2, 4):
-            target = remote / f"writes-{count}"
+            target = Endpoint(remote / f"writes-{count}", endpoint.request_log)
             writes.append(await writes_phase(count, per_client, work, target, embedder))
             tick()
         visibility = await visibility_phase(visibility_writes, work, remote / "visibility")
+        tick()
+        served = {
+            str(clients): round(await anyio.to_thread.run_sync(capacity, remote, clients), 1)
+            for clients in (1, 8)
+        }
         tick()
     one = writes[0]["items_per_s"] or 1.0
     return {
@@ -250,6 +286,7 @@ async def measure(
         "search": search,
         "writes": writes,
         "visibility": visibility,
+        "endpoint_requests_per_s": served,
         "summary": {
             "warm_search_p99_vs_local": search["warm_p99_vs_local"],
             "lost": sum(w["lost"] for w in writes),
@@ -281,13 +318,28 @@ def markdown(results: dict[str, Any]) -> str:
         lines.append(f"| {name} | {s[key]['p50_ms']} | {s[key]['p95_ms']} | {s[key]['p99_ms']} |")
     lines += [
         "",
-        "| replicas | writes | items/s | errors | lost | duplicated |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| replicas | writes (timed) | items/s | write p50 / p99 ms | requests a write | "
+        "errors | lost | duplicated |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results["writes"]:
         lines.append(
-            f"| {r['replicas']} | {r['writes']} | {r['items_per_s']} | {r['errors']} | "
-            f"{r['lost']} | {r['duplicated']} |"
+            f"| {r['replicas']} | {r['writes']} ({r['timed']}) | {r['items_per_s']} | "
+            f"{r['write_ms']['p50_ms']} / {r['write_ms']['p99_ms']} | "
+            f"{r['requests_per_write'] if r['requests_per_write'] is not None else '—'} | "
+            f"{r['errors']} | {r['lost']} | {r['duplicated']} |"
+        )
+    served = results["endpoint_requests_per_s"]
+    lines += [
+        "",
+        f"The object store answered {served['1']} requests/s to 1 client and "
+        f"{served['8']} to 8 (small writes, reads and listings).",
+    ]
+    per_write = results["writes"][0]["requests_per_write"]
+    if per_write:
+        lines.append(
+            f"At {per_write} requests a write, it can take about "
+            f"{round(max(served.values()) / per_write, 1)} writes/s however many replicas write."
         )
     v = results["visibility"]
     lines += [

@@ -4,18 +4,13 @@ bucket per test."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
-import httpx
 import pytest
 
+from benchmarks.replicas.endpoint import moto_server
 from ralph_context.object_location import ObjectLocation
-from tests.server_process import free_port
 
 REGION = "us-east-1"
 
@@ -23,28 +18,8 @@ REGION = "us-east-1"
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[str]:
     """``http://127.0.0.1:PORT`` of a running moto S3 server."""
-    port = free_port()
-    server = Path(sys.executable).parent / "moto_server"
-    process = subprocess.Popen(
-        [str(server), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(url, timeout=1.0)
-                break
-            except httpx.TransportError:
-                assert process.poll() is None, "moto_server exited"
-                assert time.monotonic() < deadline, "moto_server did not answer within 60 s"
-                time.sleep(0.1)
+    with moto_server() as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.fixture
