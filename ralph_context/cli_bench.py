@@ -265,8 +265,8 @@ def replicas(
     items: Annotated[int, typer.Option(min=1_000, help="Items in the searched store.")] = 100_000,
     queries: Annotated[int, typer.Option(min=8, help="Questions searched per store (twice).")] = 50,
     writes: Annotated[
-        int, typer.Option(min=1, help="Items each of a replica's two clients writes.")
-    ] = 25,
+        int, typer.Option(min=1, help="Items each of a replica's two clients writes, timed.")
+    ] = 40,
     visibility: Annotated[int, typer.Option(min=2, help="Writes timed until seen elsewhere.")] = 30,
     log_level: LogOption = None,
 ) -> None:
