@@ -40,6 +40,7 @@ from benchmarks.replicas.endpoint import Endpoint, capacity, upload
 from benchmarks.settings import store_settings
 from ralph_context import Engine, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
+from ralph_context.models import ContextItem
 from ralph_context.object_location import ObjectLocation
 
 __all__ = ["markdown", "measure", "write_outputs"]
@@ -199,10 +200,15 @@ async def writes_phase(
         storage=on(endpoint.location), lifecycle={"auto_run": False}
     )
     total = 2 * (per_client + WARM_UP) * replicas
+    found: list[ContextItem] = []
     async with Engine(reader, model_loader=lambda _s: embedder) as engine:
-        page = await engine.browse(limit=2 * total)
-    stored = Counter(item.content for item in page.items)
-    ids = {item.id for item in page.items}
+        while True:  # every item, a page at a time (a page holds at most 500)
+            page = await engine.browse(offset=len(found), limit=500)
+            found += page.items
+            if not page.items or len(found) >= page.total:
+                break
+    stored = Counter(item.content for item in found)
+    ids = {item.id for item in found}
     timed = 2 * per_client * replicas
     made = None
     if requests_before is not None and requests_after is not None:
