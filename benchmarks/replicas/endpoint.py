@@ -5,6 +5,7 @@ start their endpoint with :func:`moto_server` too."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -33,6 +34,7 @@ class Endpoint:
 
     location: ObjectLocation
     request_log: Path | None = None
+    server_pid: int | None = None
 
     def requests(self) -> int | None:
         """Requests the endpoint has answered so far, if it says."""
@@ -41,11 +43,26 @@ class Endpoint:
         with self.request_log.open(encoding="utf-8", errors="replace") as log:
             return sum(1 for line in log if " HTTP/1.1" in line)
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the endpoint's server process has used so far (Linux), if it is ours."""
+        if self.server_pid is None:
+            return None
+        try:
+            stat = Path(f"/proc/{self.server_pid}/stat").read_text(encoding="ascii")
+        except OSError:
+            return None
+        fields = stat.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def at(self, part: str) -> Endpoint:
+        """The same endpoint, at ``part`` under its location."""
+        return Endpoint(self.location / part, self.request_log, self.server_pid)
+
 
 @contextmanager
-def moto_server(request_log: Path | None = None) -> Iterator[str]:
-    """``http://127.0.0.1:PORT`` of a moto S3 server started here, stopped on exit; its
-    request log goes to ``request_log`` when given.
+def moto_server(request_log: Path | None = None) -> Iterator[tuple[str, int]]:
+    """``http://127.0.0.1:PORT`` and the process id of a moto S3 server started here,
+    stopped on exit; its request log goes to ``request_log`` when given.
 
     Raises:
         RuntimeError: moto's server is not installed (``pip install 'moto[server]'``) or
@@ -65,7 +82,7 @@ def moto_server(request_log: Path | None = None) -> Iterator[str]:
         url = f"http://127.0.0.1:{port}"
         try:
             wait_until_serving(url, process, seconds=60)
-            yield url
+            yield url, process.pid
         finally:
             process.terminate()
             process.wait(timeout=30)
@@ -82,7 +99,7 @@ def local_endpoint(request_log: Path) -> Iterator[Endpoint]:
     Raises:
         RuntimeError: moto's server is missing or did not answer.
     """
-    with moto_server(request_log) as url:
+    with moto_server(request_log) as (url, pid):
         # Moto takes any bucket creation (an unsigned PUT of the bucket).
         httpx.put(f"{url}/{BUCKET}", timeout=10.0).raise_for_status()
         options = {
@@ -93,7 +110,7 @@ def local_endpoint(request_log: Path) -> Iterator[Endpoint]:
             "allow_http": "true",
         }
         location = ObjectLocation(f"s3://{BUCKET}", tuple(sorted(options.items())))
-        yield Endpoint(location, request_log)
+        yield Endpoint(location, request_log, pid)
 
 
 def capacity(location: ObjectLocation, clients: int, rounds: int = 40) -> float:

@@ -190,10 +190,10 @@ async def writes_phase(
                 for c in range(2):
                     group.start_soon(client, url, f"replica{r}-client{c}")
             await warm.wait()
-            requests_before = endpoint.requests()
+            requests_before, cpu_before = endpoint.requests(), endpoint.cpu_seconds()
             started = time.perf_counter()
         elapsed = time.perf_counter() - started
-        requests_after = endpoint.requests()
+        requests_after, cpu_after = endpoint.requests(), endpoint.cpu_seconds()
     finally:
         await stop([process for process, _ in servers])
     reader = Settings.load(None).with_overrides(
@@ -210,9 +210,12 @@ async def writes_phase(
     stored = Counter(item.content for item in found)
     ids = {item.id for item in found}
     timed = 2 * per_client * replicas
-    made = None
+    made = busy = cpu_ms = None
     if requests_before is not None and requests_after is not None:
         made = round((requests_after - requests_before) / timed, 1)
+    if cpu_before is not None and cpu_after is not None:
+        busy = round((cpu_after - cpu_before) / elapsed, 2)
+        cpu_ms = round((cpu_after - cpu_before) * 1000 / timed, 1)
     return {
         "replicas": replicas,
         "writes": total,
@@ -222,6 +225,8 @@ async def writes_phase(
         "items_per_s": round(timed / elapsed, 1),
         "write_ms": stats(latencies),
         "requests_per_write": made,
+        "endpoint_cpu_ms_per_write": cpu_ms,
+        "endpoint_busy_cores": busy,
         "lost": sum(1 for i in acknowledged if i not in ids),
         "duplicated": sum(n - 1 for n in stored.values() if n > 1),
     }
@@ -275,7 +280,7 @@ async def measure(
         tick()
         writes = []
         for count in (1, 2, 4):
-            target = Endpoint(remote / f"writes-{count}", endpoint.request_log)
+            target = endpoint.at(f"writes-{count}")
             writes.append(await writes_phase(count, per_client, work, target, embedder))
             tick()
         visibility = await visibility_phase(visibility_writes, work, remote / "visibility")
@@ -325,15 +330,16 @@ def markdown(results: dict[str, Any]) -> str:
     lines += [
         "",
         "| replicas | writes (timed) | items/s | write p50 / p99 ms | requests a write | "
-        "errors | lost | duplicated |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "store CPU ms a write | store busy, cores | errors | lost | duplicated |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results["writes"]:
         lines.append(
             f"| {r['replicas']} | {r['writes']} ({r['timed']}) | {r['items_per_s']} | "
             f"{r['write_ms']['p50_ms']} / {r['write_ms']['p99_ms']} | "
-            f"{r['requests_per_write'] if r['requests_per_write'] is not None else '—'} | "
-            f"{r['errors']} | {r['lost']} | {r['duplicated']} |"
+            f"{_known(r['requests_per_write'])} | {_known(r['endpoint_cpu_ms_per_write'])} | "
+            f"{_known(r['endpoint_busy_cores'])} | {r['errors']} | {r['lost']} | "
+            f"{r['duplicated']} |"
         )
     served = results["endpoint_requests_per_s"]
     lines += [
@@ -341,11 +347,12 @@ def markdown(results: dict[str, Any]) -> str:
         f"The object store answered {served['1']} requests/s to 1 client and "
         f"{served['8']} to 8 (small writes, reads and listings).",
     ]
-    per_write = results["writes"][0]["requests_per_write"]
-    if per_write:
+    cpu_ms = results["writes"][0]["endpoint_cpu_ms_per_write"]
+    if cpu_ms:
         lines.append(
-            f"At {per_write} requests a write, it can take about "
-            f"{round(max(served.values()) / per_write, 1)} writes/s however many replicas write."
+            f"The store's server spent {cpu_ms} ms of CPU a write with one replica writing; "
+            f"a process that cannot use more than one core (moto's) then takes at most "
+            f"~{round(1000 / cpu_ms, 1)} writes/s, however many replicas write."
         )
     v = results["visibility"]
     lines += [
@@ -360,6 +367,10 @@ def markdown(results: dict[str, Any]) -> str:
         lines.append(f"| {key} | {value} | {GOALS[key]} |")
     lines.append(f"\nLoad after the run: {results['machine']['load_after']}.")
     return "\n".join(lines) + "\n"
+
+
+def _known(value: object) -> str:
+    return "—" if value is None else str(value)
 
 
 def write_outputs(results: dict[str, Any], out: Path) -> list[Path]:

@@ -179,6 +179,7 @@ def test_bench_replicas_shares_a_store_on_a_local_s3_endpoint(tmp_path: Path) ->
         assert (run["lost"], run["duplicated"], run["errors"]) == (0, 0, 0)
         # Counted in moto's request log: at least the item's data, manifest and key claim.
         assert run["requests_per_write"] >= 3
+        assert run["endpoint_cpu_ms_per_write"] > 0 and run["endpoint_busy_cores"] > 0
     served = results["endpoint_requests_per_s"]
     assert set(served) == {"1", "8"} and min(served.values()) > 0
     assert results["visibility"]["n"] == 2 and results["visibility"]["p50_ms"] > 0

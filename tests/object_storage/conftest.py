@@ -18,7 +18,7 @@ REGION = "us-east-1"
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[str]:
     """``http://127.0.0.1:PORT`` of a running moto S3 server."""
-    with moto_server() as url:
+    with moto_server() as (url, _pid):
         yield url
 
 
