@@ -60,6 +60,9 @@ class UsageLedger:
         self._usage: dict[str, Usage] = self._read()
         self._dirty: set[str] = set()
         self._forgotten: set[str] = set()
+        # The table version whose rows _usage holds, this ledger's own flushes since
+        # included: refresh() reads only when another writer committed after it.
+        self._seen = self._version()
 
     def _read(self) -> dict[str, Usage]:
         rows = self._table.search().limit(None).to_arrow().to_pylist()
@@ -68,14 +71,24 @@ class UsageLedger:
             for row in rows
         }
 
+    def _version(self) -> int:
+        return int(self._table.version)
+
     def refresh(self) -> None:
         """Take in what other replicas wrote (a store on object storage): every counter
-        not changed here since the last flush is read again; the last flush wins."""
+        not changed here since the last flush is read again; the last flush wins. Nothing is
+        read when no other writer committed since the last read: the whole table is read,
+        a GET per fragment, and on a replica searching alone those reads were the slowest
+        warm searches (27 ms against 10 at 100k items)."""
+        version = self._version()
+        if version == self._seen:
+            return
         stored = self._read()
         mine = self._dirty | self._forgotten
         for item_id in set(self._usage) - set(stored) - mine:
             del self._usage[item_id]
         self._usage.update((i, u) for i, u in stored.items() if i not in mine)
+        self._seen = version
 
     @property
     def table(self) -> Table:
@@ -134,7 +147,8 @@ class UsageLedger:
 
     def flush(self) -> int:
         """Write pending changes (one upsert, one delete at most); returns rows written."""
-        written = 0
+        written = commits = 0
+        before = self._version() if self._dirty or self._forgotten else self._seen
         # Counters change on the event loop while this runs in a worker thread: take the
         # pending sets as they are now (later changes go to fresh ones) and put them back
         # if the write fails.
@@ -147,6 +161,7 @@ class UsageLedger:
             except BaseException:
                 self._forgotten |= forgotten
                 raise
+            commits += 1
         if self._dirty:
             dirty, self._dirty = self._dirty, set()
             ids = sorted(dirty)
@@ -168,6 +183,11 @@ class UsageLedger:
                 self._dirty |= dirty
                 raise
             written = len(rows)
+            commits += 1
+        # Versions are numbered one commit after another: if ours are the only ones since
+        # the version this ledger last read, the table holds nothing it does not know.
+        if commits and before == self._seen and self._version() == before + commits:
+            self._seen = before + commits
         return written
 
     def _set(self, item_id: str, usage: Usage) -> None:
