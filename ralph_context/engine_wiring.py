@@ -34,6 +34,7 @@ from ralph_context.models import ContextItem, Tier
 from ralph_context.observed import Observations
 from ralph_context.retrieval import Retriever
 from ralph_context.runtime import Foreground, HealthSnapshot, Supervisor
+from ralph_context.runtime.heap import release_heap, settle_heap
 from ralph_context.skillbook_sync import SkillbookSync
 
 __all__ = ["NOT_STARTED", "EngineHealth", "EngineWiring"]
@@ -126,6 +127,9 @@ class EngineWiring:
             await supervisor.__aexit__(type(exc), exc, exc.__traceback__)
             self._supervisor = None
             raise
+        # Everything started is long-lived: keep full collections from walking it again
+        # while requests wait (see settle_heap).
+        settle_heap()
         return self
 
     async def _start_actors(self, supervisor: Supervisor) -> None:
@@ -211,7 +215,10 @@ class EngineWiring:
     ) -> None:
         supervisor, self._supervisor = self._supervisor, None
         if supervisor is not None:
-            await supervisor.__aexit__(exc_type, exc, tb)
+            try:
+                await supervisor.__aexit__(exc_type, exc, tb)
+            finally:
+                release_heap()
 
     @property
     def running(self) -> bool:
