@@ -1,13 +1,24 @@
-"""Waiting for a server process the benchmarks (and the object-storage tests) started."""
+"""Server processes the benchmarks (and the object-storage tests) start: a free loopback
+port for one, waiting until it serves, and the CPU it has used."""
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import time
+from pathlib import Path
 
 import httpx
 
-__all__ = ["wait_until_serving"]
+__all__ = ["cpu_seconds", "free_port", "wait_until_serving"]
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def wait_until_serving(url: str, process: subprocess.Popen[bytes], seconds: float = 120) -> None:
@@ -27,3 +38,13 @@ def wait_until_serving(url: str, process: subprocess.Popen[bytes], seconds: floa
             if time.monotonic() > deadline:
                 raise RuntimeError(f"nothing answered at {url} within {seconds:g} s") from None
             time.sleep(0.1)
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU seconds so far (Linux).
+
+    Raises:
+        OSError: No such process (or no /proc).
+    """
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ from benchmarks.latency.run import (
     load_store,
     percentile,
 )
-from benchmarks.serving import wait_until_serving
+from benchmarks.serving import free_port, wait_until_serving
 from benchmarks.settings import store_settings
 from ralph_context import Engine, Settings
 from ralph_context.embeddings.local import load_embedder
@@ -76,9 +75,7 @@ async def over_stdio(config: Path, questions: list[str]) -> list[float]:
 
 def start_http(config: Path) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``serve --transport http`` and wait until it answers."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    port = free_port()
     env = {**os.environ, "RALPH_CONTEXT_CONFIG": str(config)}
     process = subprocess.Popen(
         [*SERVE, "--transport", "http", "--port", str(port)],

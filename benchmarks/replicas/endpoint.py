@@ -5,9 +5,7 @@ start their endpoint with :func:`moto_server` too."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.serving import wait_until_serving
+from benchmarks.serving import cpu_seconds, free_port, wait_until_serving
 from ralph_context.object_location import ObjectLocation
 
 __all__ = ["Endpoint", "capacity", "local_endpoint", "moto_server", "upload"]
@@ -48,11 +46,9 @@ class Endpoint:
         if self.server_pid is None:
             return None
         try:
-            stat = Path(f"/proc/{self.server_pid}/stat").read_text(encoding="ascii")
+            return cpu_seconds(self.server_pid)
         except OSError:
             return None
-        fields = stat.rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def at(self, part: str) -> Endpoint:
         """The same endpoint, at ``part`` under its location."""
@@ -71,9 +67,7 @@ def moto_server(request_log: Path | None = None) -> Iterator[tuple[str, int]]:
     server = shutil.which("moto_server") or str(Path(sys.executable).parent / "moto_server")
     if not Path(server).exists():
         raise RuntimeError("moto_server is missing: pip install 'moto[server]'")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    port = free_port()
     log = request_log.open("wb") if request_log is not None else subprocess.DEVNULL
     try:
         process = subprocess.Popen(
@@ -87,7 +81,7 @@ def moto_server(request_log: Path | None = None) -> Iterator[tuple[str, int]]:
             process.terminate()
             process.wait(timeout=30)
     finally:
-        if request_log is not None and not isinstance(log, int):
+        if not isinstance(log, int):
             log.close()
 
 

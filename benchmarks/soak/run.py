@@ -39,6 +39,7 @@ import numpy as np
 
 from benchmarks.latency.mcp_latency import start_http
 from benchmarks.latency.run import DEFAULT_DATA, Corpus, load_corpus, load_store, percentile
+from benchmarks.serving import cpu_seconds
 
 __all__ = ["main"]
 
@@ -274,12 +275,6 @@ def _config(root: Path) -> Path:
     return path
 
 
-def _cpu_s(pid: int) -> float:
-    """A process's user + system CPU seconds so far (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _rss_mb(pid: int) -> float:
     """A process's resident memory (Linux)."""
     for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
@@ -309,7 +304,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             for label, clients, seconds in plan:
                 if clients <= 0:
                     continue
-                server_cpu = _cpu_s(server.pid)
+                server_cpu = cpu_seconds(server.pid)
                 got, client_cpu = run_phase(
                     base,
                     clients=clients,
@@ -328,7 +323,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                     # 2,000 / (server + client) ms, and a call of N clients that call back to
                     # back then waits about N / (calls/s) (Little's law).
                     "cpu_ms_per_call": {
-                        "server": round((_cpu_s(server.pid) - server_cpu) * 1000 / calls, 1),
+                        "server": round((cpu_seconds(server.pid) - server_cpu) * 1000 / calls, 1),
                         "clients": round(client_cpu * 1000 / calls, 1),
                     },
                 }
