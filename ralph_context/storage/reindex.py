@@ -15,7 +15,6 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from ralph_context.embeddings.batching import plan_batches
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.errors import StoreError
 from ralph_context.object_location import Location, remove
@@ -69,7 +68,7 @@ def _rewrite(
     contents = old.column("content").to_pylist()
     vectors = np.zeros((len(contents), embedder.dimension), dtype=np.float32)
     done = 0
-    for batch in plan_batches(contents, batch_size):
+    for batch in embedder.plan(contents, batch_size):
         vectors[batch] = embedder.embed([contents[i] for i in batch], len(batch))
         done += len(batch)
         if progress is not None:
