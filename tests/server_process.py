@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -15,13 +14,9 @@ from typing import IO
 
 from mcp import StdioServerParameters
 
+from benchmarks.serving import free_port
+
 CLI = [sys.executable, "-m", "ralph_context"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def environment(config: Path) -> dict[str, str]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
 
+from benchmarks.serving import free_port
 from tests.inference.fake_openai import FakeOpenAI
 
 
@@ -28,10 +28,7 @@ def second() -> Iterator[FakeOpenAI]:
 @pytest.fixture
 def dead_url() -> str:
     """A local URL nothing listens on: connections are refused at once."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 @pytest.fixture

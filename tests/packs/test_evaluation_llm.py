@@ -4,7 +4,6 @@ server whose engine talks to fake OpenAI-compatible servers on real sockets."""
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +12,7 @@ import anyio
 import mcp
 import pytest
 
+from benchmarks.serving import free_port
 from ralph_context.packs.evaluation.judging import JUDGE_SYSTEM
 from tests.helpers import Loader, SettingsFactory
 from tests.inference.fake_openai import Calls, FakeOpenAI, Recorded, Slow, Status, Text
@@ -34,10 +34,7 @@ class Llm:
 
 def free_url() -> str:
     """A local URL nothing listens on: connections are refused at once."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 @pytest.fixture

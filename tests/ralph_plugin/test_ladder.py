@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 from ralph_orchestrator.adapters.base import ToolResponse
 
+from benchmarks.serving import free_port
 from ralph_context import Engine, Settings
 from ralph_context.engine import NewItem
 from ralph_context.injection import CONTEXT_HEADING
@@ -22,7 +23,7 @@ from ralph_context_ralph import Handle, ServerSource, attach
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached
 from tests.ralph_plugin.test_hook import FACT, SCRIPT, TASK
-from tests.server_process import free_port, start_http_server, store_config
+from tests.server_process import start_http_server, store_config
 
 
 def then(action: Callable[[], object], output: str) -> Callable[[str], ToolResponse]:

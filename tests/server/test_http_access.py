@@ -18,8 +18,9 @@ import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from benchmarks.serving import free_port
 from tests.server.mcp_scenario import call
-from tests.server_process import CLI, environment, free_port, start_http_server
+from tests.server_process import CLI, environment, start_http_server
 
 EVERYWHERE = "tok-everywhere-0123456789abcdef"
 ONLY_ALPHA = "tok-only-alpha-0123456789abcdef"
