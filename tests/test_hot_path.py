@@ -24,6 +24,7 @@ from ralph_context import (
 )
 from ralph_context.actors.storage import FlushUsage
 from ralph_context.embeddings.local import BULK_TEXTS, LocalEmbedder
+from ralph_context.storage import upkeep_worker
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.upkeep_worker import UpkeepWorker
 from tests.helpers import Loader, SettingsFactory
@@ -230,3 +231,30 @@ async def test_rows_no_index_covers_make_compaction_due_before_the_write_cadence
     assert unindexed_before == 600
     assert unindexed_after == 0
     assert fts.num_unindexed_rows == 0
+
+
+async def test_the_upkeep_process_starts_half_way_to_the_first_maintenance(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    """The niced upkeep process is started once half the cadence of writes is in, before
+    any maintenance is due, so the first maintenance does not begin with its start (the
+    writes waiting behind it)."""
+    worker = upkeep_worker.worker()
+    worker.close()
+    settings = make_settings(storage={"optimize_every_writes": 4})
+    with anyio.fail_after(60):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            storage = engine._require_storage()
+            item = ContextItem(content="first", content_type=ContextType.OUTPUT)
+            await storage.add_items([(item, None)])
+            await storage.call(FlushUsage(), timeout=60)
+            after_one = worker.running
+            item = ContextItem(content="second", content_type=ContextType.OUTPUT)
+            await storage.add_items([(item, None)])
+            # Started after the write is answered (callers first): the actor's next request
+            # is taken once that is done.
+            await storage.call(FlushUsage(), timeout=60)
+            after_two = worker.running
+            pending = storage._writes
+    assert (after_one, after_two) == (False, True)
+    assert pending == 2  # no maintenance has run yet

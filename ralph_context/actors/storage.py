@@ -135,6 +135,7 @@ class StorageActor(StorageReads, StorageWrites):
         self.fatal: RalphContextError | None = None
         self._store: LanceStore | None = None
         self._writes = 0
+        self._upkeep_started = False
         self._flushed_at = 0.0
         # Why the last vector search failed, until a repair succeeds (shown by health).
         self.vector_fault: str | None = None
@@ -289,6 +290,9 @@ class StorageActor(StorageReads, StorageWrites):
             except _REQUEST_ERRORS as error:
                 envelope.refuse(StoreError(f"the store rejected the request: {error}"))
             index += 1
+        if not self._upkeep_started and self._maintenance_near():
+            self._upkeep_started = True
+            await self._run(self.store.prepare_upkeep)
         if self._maintenance_due():
             # Due with requests in flight only when overdue: then it must not wait for CPU
             # the searches leave over (see upkeep_worker.at_normal_priority).
@@ -352,6 +356,15 @@ class StorageActor(StorageReads, StorageWrites):
             return True
         due = self._writes >= cadence or unindexed >= _UNINDEXED_ROWS or self.store.index_due()
         return due and self.foreground.calm
+
+    def _maintenance_near(self) -> bool:
+        """Half-way to the first maintenance: time to start the process it runs in."""
+        if self._store is None or self.read_only:
+            return False
+        return (
+            2 * self._writes >= self.settings.optimize_every_writes
+            or 2 * self.store.unindexed_rows >= _UNINDEXED_ROWS
+        )
 
     def _refuse_write(self, request: StorageRequest) -> object:
         """What a read-only open answers: nothing to flush or maintain, and no writes."""

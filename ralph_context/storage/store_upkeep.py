@@ -15,12 +15,12 @@ import structlog
 from lancedb.index import IvfSq
 
 from ralph_context import namespaces
-from ralph_context.storage import reads
+from ralph_context.storage import reads, upkeep_worker
 from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
 from ralph_context.storage.index_merge import merge_deltas
 from ralph_context.storage.store_core import TEXT_INDEX, StoreCore
 from ralph_context.storage.tally import counts
-from ralph_context.storage.upkeep import tidy
+from ralph_context.storage.upkeep import in_memory, tidy
 from ralph_context.storage.vectors import partitions, probes
 
 log = structlog.get_logger("ralph_context.storage")
@@ -94,6 +94,12 @@ class StoreUpkeep(StoreCore):
         if self._vector_rows < self.vector_index_min_rows:
             return False
         return not self.has_vector_index() or self._vector_rows >= 2 * max(self._indexed_rows, 1)
+
+    def prepare_upkeep(self) -> None:
+        """Start the low-priority upkeep process maintenance will use, unless this store
+        never uses it (in memory, or read-only); see ``UpkeepWorker.start``."""
+        if not self.read_only and not in_memory(self.items):
+            upkeep_worker.worker().start()
 
     def maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
         """Compact files, fold new rows into the indexes, drop old versions, and build the
