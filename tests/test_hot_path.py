@@ -153,10 +153,12 @@ async def test_overdue_maintenance_under_load_runs_at_the_writers_priority(
     upkeep in the writer's process, not in the niced child the searches starve (the
     writer waits for it, and every write with it); in calm it still goes to the child."""
     asked: list[str] = []
+    child_asked = threading.Event()
     real = UpkeepWorker._ask
 
     def ask(self: UpkeepWorker, request: dict[str, Any]) -> dict[str, Any] | None:
         asked.append(request["op"])
+        child_asked.set()
         return real(self, request)
 
     monkeypatch.setattr(UpkeepWorker, "_ask", ask)
@@ -180,6 +182,8 @@ async def test_overdue_maintenance_under_load_runs_at_the_writers_priority(
             await anyio.sleep(engine._foreground.settle * 2)
             await write("calm 1")
             await write("calm 2")
+            # Before anything queues behind it (that would hurry the rest of it).
+            assert await anyio.to_thread.run_sync(child_asked.wait, 30)
             await storage.call(FlushUsage(), timeout=60)
             asked_in_calm = asked[len(asked_under_load) :]
             stored = (await engine.stats()).items
@@ -258,3 +262,52 @@ async def test_the_upkeep_process_starts_half_way_to_the_first_maintenance(
             pending = storage._writes
     assert (after_one, after_two) == (False, True)
     assert pending == 2  # no maintenance has run yet
+
+
+async def test_a_write_queued_behind_calm_maintenance_hurries_the_rest_of_it(
+    make_settings: SettingsFactory, shared_model: Loader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Maintenance begun in calm sends its operations to the niced child; once a write is
+    queued behind it, the operation under way finishes there and the rest run in the
+    writer's process (searches would starve the child while the write waits)."""
+    asked: list[str] = []
+    here: list[str] = []
+    started, queued = threading.Event(), threading.Event()
+    real_ask, real_run = UpkeepWorker._ask, upkeep_worker.run_operation
+
+    def ask(self: UpkeepWorker, request: dict[str, Any]) -> dict[str, Any] | None:
+        asked.append(request["op"])
+        if len(asked) == 1:
+            started.set()
+            queued.wait(30)
+        return real_ask(self, request)
+
+    def run_here(request: dict[str, Any]) -> None:
+        here.append(request["op"])
+        real_run(request)
+
+    monkeypatch.setattr(UpkeepWorker, "_ask", ask)
+    monkeypatch.setattr(upkeep_worker, "run_operation", run_here)
+    settings = make_settings(storage={"optimize_every_writes": 2})
+    with anyio.fail_after(120):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            storage = engine._require_storage()
+
+            async def write(text: str) -> None:
+                item = ContextItem(content=text, content_type=ContextType.OUTPUT)
+                await storage.add_items([(item, None)])
+
+            await anyio.sleep(engine._foreground.settle * 2)
+            await write("calm 1")
+            await write("calm 2")  # maintenance is due, in calm: it starts after this
+            assert await anyio.to_thread.run_sync(started.wait, 30)
+            async with anyio.create_task_group() as group:
+                group.start_soon(write, "queued behind it")
+                await anyio.wait_all_tasks_blocked()
+                waiting = storage.queued
+                queued.set()
+            stored = (await engine.stats()).items
+    assert waiting == 1
+    assert asked == ["compact"]
+    assert "optimize_indices" in here
+    assert stored == 3

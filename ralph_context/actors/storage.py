@@ -20,7 +20,6 @@ once).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
 
@@ -57,7 +56,7 @@ from ralph_context.object_location import Location
 from ralph_context.runtime import Envelope, Foreground, PermanentFailure
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
-from ralph_context.storage.upkeep_worker import at_normal_priority
+from ralph_context.storage.upkeep_worker import at_normal_priority, hurried_when
 
 __all__ = [
     "AddItems",
@@ -383,7 +382,9 @@ class StorageActor(StorageReads, StorageWrites):
         self._flushed_at = anyio.current_time()
 
         def maintain() -> MaintenanceReport:
-            with at_normal_priority() if urgent else nullcontext():
+            # Requests queued behind a calm maintenance hurry the rest of it.
+            hurry = hurried_when(lambda: self.queued > 0)
+            with at_normal_priority() if urgent else hurry:
                 return self.store.maintain(reclaim=reclaim)
 
         return await self._run(maintain)

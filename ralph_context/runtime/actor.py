@@ -133,6 +133,12 @@ class Actor(ABC, Generic[RequestT, ReplyT]):
             else:
                 envelope.resolve(reply)
 
+    @property
+    def queued(self) -> int:
+        """Requests waiting in the inbox (not yet taken by a batch). Safe to read from a
+        worker thread the actor is waiting on: a count, possibly a moment old."""
+        return self._inbox_recv.statistics().current_buffer_used
+
     def unavailable(self) -> ActorUnavailable:
         """Why this actor cannot answer now: its state, and for a down actor the error
         that brought it down (``storage is down`` alone left a user with nothing to fix)."""

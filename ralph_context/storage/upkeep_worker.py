@@ -26,7 +26,7 @@ import select
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import timedelta
@@ -39,6 +39,7 @@ __all__ = [
     "NICENESS",
     "UpkeepWorker",
     "at_normal_priority",
+    "hurried_when",
     "main",
     "run_operation",
     "worker",
@@ -121,7 +122,8 @@ class UpkeepWorker:
             TimeoutError: The child did not answer within ``deadline`` (it is killed; the
                 next operation starts another).
         """
-        if _HERE.get():
+        hurry = _HURRY.get()
+        if _HERE.get() or (hurry is not None and hurry()):
             run_operation(request)
             return
         with self._lock:
@@ -221,6 +223,24 @@ def at_normal_priority() -> Iterator[None]:
         yield
     finally:
         _HERE.reset(token)
+
+
+# Set by hurried_when(): operations run in the calling process once the check is true.
+_HURRY: ContextVar[Callable[[], bool] | None] = ContextVar("upkeep_hurry", default=None)
+
+
+@contextmanager
+def hurried_when(check: Callable[[], bool]) -> Iterator[None]:
+    """Within the block (in this thread), each upkeep operation goes to the niced child
+    unless ``check()`` is true when it starts; then it runs here, at the writer's priority.
+    For maintenance begun in calm: when requests arrive meanwhile, searches starve the child
+    while the writes wait for the maintenance to end (a priority inversion); the operation
+    under way finishes in the child, the rest run here."""
+    token = _HURRY.set(check)
+    try:
+        yield
+    finally:
+        _HURRY.reset(token)
 
 
 _worker: UpkeepWorker | None = None
