@@ -22,12 +22,18 @@ from ralph_context import (
     NewItem,
     Tier,
 )
-from ralph_context.actors.storage import FlushUsage
+from ralph_context.actors.storage import FlushUsage, StorageActor
 from ralph_context.embeddings.local import BULK_TEXTS, LocalEmbedder
 from ralph_context.storage import upkeep_worker
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.upkeep_worker import UpkeepWorker
 from tests.helpers import Loader, SettingsFactory
+
+
+async def add_output(storage: StorageActor, text: str) -> None:
+    """One item written straight through the storage actor (no embedding)."""
+    item = ContextItem(content=text, content_type=ContextType.OUTPUT)
+    await storage.add_items([(item, None)])
 
 
 async def test_a_search_answers_while_a_write_is_still_running(
@@ -167,21 +173,17 @@ async def test_overdue_maintenance_under_load_runs_at_the_writers_priority(
         async with Engine(settings, model_loader=shared_model) as engine:
             storage = engine._require_storage()
 
-            async def write(text: str) -> None:
-                item = ContextItem(content=text, content_type=ContextType.OUTPUT)
-                await storage.add_items([(item, None)])
-
             with engine._foreground.busy():
                 for n in range(8):  # the eighth write is four cadences of two
-                    await write(f"busy {n}")
+                    await add_output(storage, f"busy {n}")
                 # Maintenance runs in the writer's lane right after that write was
                 # answered: a request through the lane is served once it is done.
                 await storage.call(FlushUsage(), timeout=60)
                 overdue_ran = storage._writes == 0
                 asked_under_load = list(asked)
             await anyio.sleep(engine._foreground.settle * 2)
-            await write("calm 1")
-            await write("calm 2")
+            await add_output(storage, "calm 1")
+            await add_output(storage, "calm 2")
             # Before anything queues behind it (that would hurry the rest of it).
             assert await anyio.to_thread.run_sync(child_asked.wait, 30)
             await storage.call(FlushUsage(), timeout=60)
@@ -249,12 +251,10 @@ async def test_the_upkeep_process_starts_half_way_to_the_first_maintenance(
     with anyio.fail_after(60):
         async with Engine(settings, model_loader=shared_model) as engine:
             storage = engine._require_storage()
-            item = ContextItem(content="first", content_type=ContextType.OUTPUT)
-            await storage.add_items([(item, None)])
+            await add_output(storage, "first")
             await storage.call(FlushUsage(), timeout=60)
             after_one = worker.running
-            item = ContextItem(content="second", content_type=ContextType.OUTPUT)
-            await storage.add_items([(item, None)])
+            await add_output(storage, "second")
             # Started after the write is answered (callers first): the actor's next request
             # is taken once that is done.
             await storage.call(FlushUsage(), timeout=60)
@@ -293,16 +293,12 @@ async def test_a_write_queued_behind_calm_maintenance_hurries_the_rest_of_it(
         async with Engine(settings, model_loader=shared_model) as engine:
             storage = engine._require_storage()
 
-            async def write(text: str) -> None:
-                item = ContextItem(content=text, content_type=ContextType.OUTPUT)
-                await storage.add_items([(item, None)])
-
             await anyio.sleep(engine._foreground.settle * 2)
-            await write("calm 1")
-            await write("calm 2")  # maintenance is due, in calm: it starts after this
+            await add_output(storage, "calm 1")
+            await add_output(storage, "calm 2")  # maintenance is due, in calm: it starts after this
             assert await anyio.to_thread.run_sync(started.wait, 30)
             async with anyio.create_task_group() as group:
-                group.start_soon(write, "queued behind it")
+                group.start_soon(add_output, storage, "queued behind it")
                 await anyio.wait_all_tasks_blocked()
                 waiting = storage.queued
                 queued.set()
