@@ -48,6 +48,11 @@ _LOCOMO_HINT = (
 )
 
 
+_NO_BM25 = (
+    "the LongMemEval bench's BM25 baseline needs rank-bm25: pip install 'ralph-context[bench]'"
+)
+
+
 def report(
     results: dict[str, Any],
     out: Path,
@@ -85,17 +90,22 @@ def retrieval(
     data: Annotated[
         Path | None,
         typer.Option(
-            help="LoCoMo JSON: locomo10.json from github.com/snap-research/LoCoMo, or a split."
+            help="LoCoMo JSON: locomo10.json from github.com/snap-research/LoCoMo, or a split; "
+            "or a LongMemEval file (a JSON list, plain or gzipped), recognised by its content."
         ),
     ] = None,
-    out: Annotated[Path, typer.Option(help="Folder for results.json/.md and recall.png.")] = Path(
-        "benchmarks/retrieval/out"
-    ),
+    out: Annotated[
+        Path,
+        typer.Option(
+            help="Folder for results.json/.md and recall.png (LongMemEval: longmemeval.json/.md)."
+        ),
+    ] = Path("benchmarks/retrieval/out"),
     conversations: Annotated[
         int | None, typer.Option(min=1, help="Only the first N conversations.")
     ] = None,
     questions: Annotated[
-        int | None, typer.Option(min=1, help="Only the first N questions of each.")
+        int | None,
+        typer.Option(min=1, help="Only the first N questions of each (LongMemEval: of the file)."),
     ] = None,
     scenarios: Annotated[
         int, typer.Option(min=0, help="Loop-scenario queries per kind (5 kinds; 0: none).")
@@ -103,10 +113,18 @@ def retrieval(
     log_level: LogOption = None,
 ) -> None:
     """Evidence recall@5/10/25/50 on LoCoMo and recall/MRR on the loop scenarios, per mode
-    (vector, text, hybrid, served)."""
+    (vector, text, hybrid, served); on a LongMemEval file, its turn and session recall per
+    mode and baseline instead (--conversations and --scenarios do not apply)."""
     start_logging(log_level)
     if data is None:
         raise fail(_LOCOMO_HINT)
+    try:
+        from benchmarks.retrieval.longmemeval import is_longmemeval
+    except ImportError:
+        raise fail(_NO_BENCHMARKS) from None
+    if is_longmemeval(data):
+        _longmemeval(data, out, questions)
+        return
     try:
         from benchmarks.retrieval.locomo import LocomoFormatError
         from benchmarks.retrieval.run import evaluate, markdown, write_outputs
@@ -126,6 +144,24 @@ def retrieval(
         except (LocomoFormatError, RalphContextError) as exc:
             raise fail(str(exc)) from None
     report(results, out, write_outputs, markdown)
+
+
+def _longmemeval(data: Path, out: Path, questions: int | None) -> None:
+    """``bench retrieval`` on a LongMemEval file: longmemeval.json/.md in ``out``."""
+    try:
+        from benchmarks.retrieval.longmemeval import LongMemEvalFormatError
+        from benchmarks.retrieval.longmemeval_report import longmemeval_markdown, write_outputs
+        from benchmarks.retrieval.longmemeval_run import evaluate
+    except ModuleNotFoundError as exc:
+        if exc.name == "rank_bm25":
+            raise fail(_NO_BM25) from None
+        raise fail(_NO_BENCHMARKS) from None
+    with progress_bar("questions") as start:
+        try:
+            results = anyio.run(lambda: evaluate(data, questions=questions, progress=start))
+        except (LongMemEvalFormatError, RalphContextError) as exc:
+            raise fail(str(exc)) from None
+    report(results, out, write_outputs, longmemeval_markdown)
 
 
 @bench_app.command("ab")
