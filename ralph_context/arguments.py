@@ -81,6 +81,9 @@ class Query:
     max_tokens: int
     where: ItemFilter
     requested: tuple[ContextType, ...]
+    # Items under this share of the query's best score are dropped too; only with the
+    # default threshold (an explicit min_score replaces both floors).
+    relative_floor: float = 0.0
 
 
 def check_query(
@@ -119,7 +122,8 @@ def check_query(
     where = ItemFilter(
         types=only, tags_any=check_tags(tags), metadata=check_metadata_filter(metadata)
     )
-    return Query(text, limit, threshold, budget, where, preferred)
+    relative = retrieval.min_relative_score if min_score is None else 0.0
+    return Query(text, limit, threshold, budget, where, preferred, relative)
 
 
 def build_item(entry: NewItem, *, max_bytes: int, iteration: int) -> ContextItem:

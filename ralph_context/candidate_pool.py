@@ -1,5 +1,5 @@
 """The candidate pool of a retrieval: how the two halves' hits become candidates (exact
-cosine, BM25 normalised to the half's best), which candidates the similarity gate lets in,
+cosine, BM25 as evidence on an absolute scale), which candidates the similarity gate lets in,
 and how a candidate's neighbours' match is found. Pure functions of hits, apart from
 ``retrieval.py``, which runs the searches that produce them.
 """
@@ -12,9 +12,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ralph_context.actors.storage import TextHit, VectorHit
+from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
-from ralph_context.scoring import Candidate, match_strength
+from ralph_context.scoring import Candidate, lexical_evidence, match_strength, standouts
 from ralph_context.storage.threads import place
 
 __all__ = [
@@ -22,10 +23,12 @@ __all__ = [
     "LEXICAL_FACTOR",
     "LEXICAL_PASS",
     "NEIGHBOUR_SEEDS",
+    "POOL_ITEMS_AT_LEAST",
     "Candidates",
-    "normalised_bm25",
+    "lexical_scores",
     "passes_gate",
     "pool_of",
+    "standing_out",
     "with_neighbour_match",
 ]
 
@@ -36,9 +39,14 @@ CANDIDATE_FACTOR = 4
 # top 20 seed equally well (recall@10 0.742-0.743), each place costs time (5 ~7 ms, 20 ~12 ms
 # at 100k), and seeding from full-text hits lets the lookup run while the vector half does.
 NEIGHBOUR_SEEDS = 5
-# A candidate the full-text half scored at least this share of its best hit shares the
-# query's rarer words: it passes the similarity gate whatever its cosine.
+# A candidate whose BM25 evidence (scoring.lexical_evidence) reaches this holds the query's
+# rarer words: it passes the similarity gate whatever its cosine (an exact name or error
+# code the embedding dilutes).
 LEXICAL_PASS = 0.5
+# Pools are drawn as for at least this many items, however few are asked for: a candidate's
+# standout is measured against its pool, and the best of 4 says little. Asking for 1 item or
+# for 10 then ranks the same way (the top 1 of each is the same item).
+POOL_ITEMS_AT_LEAST = 10
 # The full-text half only adds what embeddings miss (exact names, codes, error strings): its
 # top 2·k are plenty, and at 100k items 40 full-text hits cost ~30% more than 20.
 LEXICAL_FACTOR = 2
@@ -50,7 +58,7 @@ class Candidates:
 
     ``semantic`` is the vector half (items with cosine similarity), ``lexical`` the full-text
     half (items with raw BM25), each best first; ``pool`` is their union as retrieval scores
-    it (exact cosine, BM25 normalised to the half's best); ``neighbours`` are the items next
+    it (exact cosine, BM25 evidence); ``neighbours`` are the items next
     to a pool member that passed the similarity gate, not in the pool themselves. Evaluations
     compare these with the scored result; a loop should call ``Engine.search`` instead.
     """
@@ -62,15 +70,20 @@ class Candidates:
 
 
 def pool_of(
-    query: Vectors, vector_hits: list[VectorHit], text_hits: list[TextHit]
+    query: Vectors,
+    vector_hits: list[VectorHit],
+    text_hits: list[TextHit],
+    *,
+    rows: int,
+    weights: ScoringSettings,
 ) -> list[Candidate]:
     """Union of both halves by id, each with its exact cosine similarity to the query and
-    its BM25 score normalised to the half's best (0 for items only the vector half found).
+    its BM25 evidence in a store of ``rows`` items (0 for items only the vector half found).
 
     Full-text hits stored without a vector cannot be compared and are left out here; the text
     rung still finds them.
     """
-    lexical = normalised_bm25(text_hits)
+    lexical = lexical_scores(text_hits, rows, weights)
     pool: dict[str, Candidate] = {
         item.id: Candidate(item, similarity, vector, lexical.get(item.id, 0.0))
         for item, similarity, vector in vector_hits
@@ -79,22 +92,34 @@ def pool_of(
     for item, _score, vector in text_hits:
         if item.id not in pool and vector is not None:
             pool[item.id] = Candidate(item, float(vector @ probe), vector, lexical[item.id])
-    return list(pool.values())
+    members = list(pool.values())
+    return standing_out(members, members)
+
+
+def standing_out(candidates: Sequence[Candidate], pool: Sequence[Candidate]) -> list[Candidate]:
+    """``candidates`` with their standout among ``pool``'s cosines (``scoring.standouts``):
+    how clearly the model itself prefers each to the rest of what the query found."""
+    mean, spread = standouts([c.similarity for c in pool])
+    return [replace(c, standout=(c.similarity - mean) / spread) for c in candidates]
 
 
 def passes_gate(candidate: Candidate, min_similarity: float) -> bool:
-    """A candidate is considered when its cosine reaches ``min_similarity`` or BM25 scored it
-    at least :data:`LEXICAL_PASS` of the best full-text hit (an exact name or error code the
-    embedding dilutes)."""
+    """A candidate is considered when its cosine reaches ``min_similarity`` or its BM25
+    evidence reaches :data:`LEXICAL_PASS` (an exact name or error code the embedding
+    dilutes)."""
     lexical = candidate.lexical or 0.0
     return candidate.similarity >= min_similarity or lexical >= LEXICAL_PASS
 
 
-def with_neighbour_match(pool: Sequence[Candidate], lexical_share: float) -> list[Candidate]:
+def with_neighbour_match(
+    pool: Sequence[Candidate], weights: ScoringSettings, *, text_tier: bool
+) -> list[Candidate]:
     """Each candidate with ``neighbour`` set to the best own match among the candidates
     stored right before and after it in its thread (``storage.threads.place``)."""
     own = {
-        at: match_strength(c.similarity, c.lexical, lexical_share)
+        at: match_strength(
+            c.similarity, c.lexical, weights, text_tier=text_tier, standout=c.standout
+        )
         for c in pool
         if (at := place(c.item)) is not None
     }
@@ -110,7 +135,11 @@ def with_neighbour_match(pool: Sequence[Candidate], lexical_share: float) -> lis
     return found
 
 
-def normalised_bm25(hits: list[TextHit]) -> dict[str, float]:
-    """Each hit's BM25 score over the best hit's (1.0 for the best), by item id."""
-    best = max((score for _, score, _ in hits), default=0.0) or 1.0
-    return {item.id: score / best for item, score, _ in hits}
+def lexical_scores(hits: list[TextHit], rows: int, weights: ScoringSettings) -> dict[str, float]:
+    """Each hit's BM25 evidence (``scoring.lexical_evidence``) in a store of ``rows`` items,
+    by item id."""
+    best = max((score for _, score, _ in hits), default=0.0)
+    return {
+        item.id: float(lexical_evidence(score, best, float(rows), weights.lexical_knee))
+        for item, score, _ in hits
+    }

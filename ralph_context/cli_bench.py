@@ -110,11 +110,20 @@ def retrieval(
     scenarios: Annotated[
         int, typer.Option(min=0, help="Loop-scenario queries per kind (5 kinds; 0: none).")
     ] = 48,
+    paraphrases: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Paraphrase-set queries per project, answerable and absent each (default: "
+            "all; 0: none).",
+        ),
+    ] = None,
     log_level: LogOption = None,
 ) -> None:
-    """Evidence recall@5/10/25/50 on LoCoMo and recall/MRR on the loop scenarios, per mode
-    (vector, text, hybrid, served); on a LongMemEval file, its turn and session recall per
-    mode and baseline instead (--conversations and --scenarios do not apply)."""
+    """Evidence recall@5/10/25/50 on LoCoMo, recall/MRR on the loop scenarios and top-k on
+    the paraphrase set, per mode (default, vector, text, hybrid, served); on a LongMemEval
+    file, its turn and session recall per mode and baseline instead (--conversations,
+    --scenarios and --paraphrases do not apply)."""
     start_logging(log_level)
     if data is None:
         raise fail(_LOCOMO_HINT)
@@ -139,6 +148,7 @@ def retrieval(
                     questions=questions,
                     progress=start,
                     scenarios=scenarios,
+                    paraphrases=paraphrases,
                 )
             )
         except (LocomoFormatError, RalphContextError) as exc:

@@ -7,7 +7,7 @@ pooled item gets its exact cosine similarity. Candidates less similar than
 ``retrieval.min_similarity`` are not considered. The rest are scored by the relevance formula
 (scoring actor), cut at ``min_score`` and fitted to the token budget.
 
-Text rung (no model, or the semantic rung failed): BM25 alone, normalised to the best hit, in
+Text rung (no model, or the semantic rung failed): BM25 alone, as evidence on its absolute scale, in
 place of cosine (the breakdown calls it ``lexical``).
 
 On both rungs, the items stored right before and after the best full-text hits (same source
@@ -35,10 +35,12 @@ from ralph_context.candidate_pool import (
     CANDIDATE_FACTOR,
     LEXICAL_FACTOR,
     NEIGHBOUR_SEEDS,
+    POOL_ITEMS_AT_LEAST,
     Candidates,
-    normalised_bm25,
+    lexical_scores,
     passes_gate,
     pool_of,
+    standing_out,
     with_neighbour_match,
 )
 from ralph_context.config import Settings
@@ -138,11 +140,11 @@ class Retriever:
         halves = await self._halves(
             text, limit, limit if text_limit is None else text_limit, where, NEIGHBOUR_SEEDS, 0
         )
-        pool = pool_of(halves.vector, halves.vector_hits, halves.text_hits)
+        pool = self._pool(halves)
         gate = self.settings.retrieval.min_similarity
         passing = [c for c in pool if passes_gate(c, gate)]
         members = {c.item.id for c in pool}
-        expanded = self._join_neighbours(passing, halves.adjacent, probe=halves.vector)
+        expanded = self._join_neighbours(passing, halves.adjacent, probe=halves.vector, among=pool)
         return Candidates(
             semantic=[(item, similarity) for item, similarity, _ in halves.vector_hits],
             lexical=[(item, score) for item, score, _ in halves.text_hits],
@@ -152,19 +154,20 @@ class Retriever:
 
     async def _semantic(self, query: Query) -> RetrievalResult:
         started = time.perf_counter()
+        depth = max(query.max_items, POOL_ITEMS_AT_LEAST)
         halves = await self._halves(
             query.text,
-            query.max_items * CANDIDATE_FACTOR,
-            query.max_items * LEXICAL_FACTOR,
+            depth * CANDIDATE_FACTOR,
+            depth * LEXICAL_FACTOR,
             query.where,
-            self._seeds(query.max_items),
+            self._seeds(depth),
             query.max_items,
         )
-        pool = pool_of(halves.vector, halves.vector_hits, halves.text_hits)
+        pool = self._pool(halves)
         pool += self._archived(pool, halves.archived)
         gate = self.settings.retrieval.min_similarity
         passing = [c for c in pool if passes_gate(c, gate)]
-        passing = self._join_neighbours(passing, halves.adjacent, probe=halves.vector)
+        passing = self._join_neighbours(passing, halves.adjacent, probe=halves.vector, among=pool)
         ranking = await self._rank(passing, query, match="semantic")
         finished = time.perf_counter()
         return await self._result(
@@ -176,6 +179,15 @@ class Retriever:
             reason=None,
             embed_ms=halves.embed_ms,
             search_ms=(finished - started) * 1000 - halves.embed_ms,
+        )
+
+    def _pool(self, halves: _Halves) -> list[Candidate]:
+        return pool_of(
+            halves.vector,
+            halves.vector_hits,
+            halves.text_hits,
+            rows=self.storage.searched_rows,
+            weights=self.settings.scoring,
         )
 
     async def _halves(
@@ -239,12 +251,12 @@ class Retriever:
         hits = await self.storage.text_search(
             query.text, query.max_items * CANDIDATE_FACTOR, query.where
         )
-        lexical = normalised_bm25(hits)
+        lexical = lexical_scores(hits, self.storage.searched_rows, self.settings.scoring)
         pool = [Candidate(item, lexical[item.id], vector) for item, _, vector in hits]
         threaded = [item for item, _, _ in hits if place(item)][: self._seeds(query.max_items)]
         if threaded:
             fetched = await self.storage.neighbours(threaded, query.where)
-            pool = self._join_neighbours(pool, fetched, probe=None)
+            pool = self._join_neighbours(pool, fetched, probe=None, among=pool)
         ranking = await self._rank(pool, query, match="lexical")
         return await self._result(
             query,
@@ -280,7 +292,8 @@ class Retriever:
         live = {c.item.id for c in pool}
         # No lexical part (None, not 0): the archive has no full-text index, so its items
         # are matched by cosine alone rather than marked as sharing no word with the query.
-        return [Candidate(item, sim, vec, None) for item, sim, vec in hits if item.id not in live]
+        found = [Candidate(item, sim, vec, None) for item, sim, vec in hits if item.id not in live]
+        return standing_out(found, pool)
 
     def _seeds(self, max_items: int) -> int:
         """How many of the best full-text hits get their neighbours fetched."""
@@ -289,7 +302,12 @@ class Retriever:
         return min(max_items, NEIGHBOUR_SEEDS)
 
     def _join_neighbours(
-        self, pool: list[Candidate], fetched: Sequence[Adjacent], *, probe: Vectors | None
+        self,
+        pool: list[Candidate],
+        fetched: Sequence[Adjacent],
+        *,
+        probe: Vectors | None,
+        among: Sequence[Candidate],
     ) -> list[Candidate]:
         """``pool`` plus the ``fetched`` neighbours, each with its best neighbour's match.
 
@@ -297,11 +315,14 @@ class Retriever:
         cosine); ``None`` on the text rung, where a neighbour not found by BM25 matches 0.
         A fetched neighbour joins only if it passes the similarity gate itself: an unrelated
         item stored next to a strong match (two notes stored one after the other) must not
-        ride on it. On LoCoMo this costs no recall (the answers pass the gate).
+        ride on it. On LoCoMo this costs no recall (the answers pass the gate). A fetched
+        neighbour's standout is measured among ``among``, the query's whole pool.
         """
         if self.settings.scoring.neighbour_share <= 0:
             return pool
-        known = {c.item.id for c in pool}
+        # The whole pool, not only what passed: a member the gate turned away does not come
+        # back as a neighbour (with no lexical part) to lend its match to the one beside it.
+        known = {c.item.id for c in (*pool, *among)}
         extra = [
             Candidate(
                 item,
@@ -312,7 +333,11 @@ class Retriever:
             for item, vector in fetched
             if item.id not in known and (probe is None or vector is not None)
         ]
-        scored = with_neighbour_match([*pool, *extra], self.settings.scoring.lexical_share)
+        if probe is not None:
+            extra = standing_out(extra, among)
+        scored = with_neighbour_match(
+            [*pool, *extra], self.settings.scoring, text_tier=probe is None
+        )
         gate = self.settings.retrieval.min_similarity
         return scored[: len(pool)] + [c for c in scored[len(pool) :] if passes_gate(c, gate)]
 
@@ -328,6 +353,7 @@ class Retriever:
                     max_items=query.max_items,
                     max_tokens=query.max_tokens,
                     match=match,
+                    relative=query.relative_floor,
                 )
             except ActorUnavailable as exc:
                 # Same formula, computed here: scoring is pure, so losing the actor costs
@@ -342,6 +368,7 @@ class Retriever:
             max_items=query.max_items,
             max_tokens=query.max_tokens,
             match=match,
+            relative=query.relative_floor,
         )
 
     async def _result(

@@ -54,10 +54,14 @@ __all__ = [
     "estimate_tokens",
     "fit_budget",
     "item_tokens",
+    "lexical_evidence",
     "match_strength",
+    "own_match",
     "rank",
     "recency",
     "relevance",
+    "semantic_evidence",
+    "standouts",
     "type_match",
 ]
 
@@ -137,18 +141,21 @@ def relevance(
     match: str = "semantic",
     lexical: float | None = None,
     neighbour: float = 0.0,
+    standout: float = 0.0,
 ) -> Scored:
     """Score one candidate; ``now`` is the current iteration (the lifecycle clock).
 
     ``match`` names the similarity factor in the breakdown (``lexical`` on the text tier).
-    ``lexical`` (semantic tier only) is the candidate's normalised BM25, mixed into the
-    match by ``weights.lexical_share``; ``neighbour`` is the best own match of an adjacent
-    item, mixed in by ``weights.neighbour_share``.
+    ``lexical`` (semantic tier only) is the candidate's BM25 evidence
+    (:func:`lexical_evidence`), joined to its cosine's by :func:`own_match`; ``neighbour`` is
+    the best own match of an adjacent item, mixed in by ``weights.neighbour_share``.
     """
     factors = {match: _unit(similarity)}
     if lexical is not None:
         factors["lexical"] = _unit(lexical)
-    own = match_strength(similarity, lexical, weights.lexical_share)
+    own = match_strength(
+        similarity, lexical, weights, text_tier=match != "semantic", standout=standout
+    )
     combined = contextual_match(own, _unit(neighbour), weights.neighbour_share)
     rate = weights.recency_decay * (
         SKILL_DECAY_RATIO if item.content_type is ContextType.SKILL else 1
@@ -168,13 +175,86 @@ def relevance(
     return Scored(item, score, factors, vector)
 
 
-def match_strength(similarity: float, lexical: float | None, share: float) -> float:
-    """The semantic factor: ``(1 - share)·similarity + share·lexical``, each clamped to
-    [0, 1]; the similarity alone when there is no lexical part (text tier, or no full-text
-    half)."""
-    if lexical is None:
+def semantic_evidence(cosine: F, standout: F | float, w: ScoringSettings) -> F:
+    """How surely cosine says "this answers it", 0-1: a noisy-or of two logistic curves,
+    one of the cosine itself around ``semantic_midpoint`` and one of how far it stands out
+    of the query's candidates (its z-score among them, :func:`standouts`) around
+    ``standout_midpoint``.
+
+    Cosine's scale is the model's and the query's: MiniLM puts unrelated sentences at
+    0.0-0.15 and a question asked in other words than its answer at 0.25-0.5, and some
+    queries lift every candidate. An item that clearly stands out of its query's pool is the
+    model's own clear choice whatever the absolute value; the absolute curve still carries
+    a strong cosine in a store too small for a spread to mean anything.
+    """
+    absolute = _logistic(cosine, w.semantic_midpoint, w.semantic_slope)
+    relative = _logistic(standout, w.standout_midpoint, w.standout_slope)
+    return 1 - (1 - absolute) * (1 - relative)
+
+
+def _logistic(value: F | float, midpoint: float, slope: float) -> F:
+    # Clipped: exp overflows past ~709, and a curve is flat long before ±60.
+    exponent = np.clip(-slope * (value - midpoint), -60.0, 60.0)
+    return 1 / (1 + np.exp(exponent))  # type: ignore[no-any-return]
+
+
+def standouts(cosines: Sequence[float]) -> tuple[float, float]:
+    """The mean and spread (standard deviation, at least 0.01) of a query's candidates'
+    cosines: a candidate's standout is ``(cosine - mean) / spread``."""
+    if not cosines:
+        return 0.0, 1.0
+    values = np.asarray(cosines, dtype=np.float64)
+    return float(values.mean()), max(float(values.std()), 0.01)
+
+
+def lexical_evidence(bm25: F, best: F | float, items: F | float, knee: float) -> F:
+    """How surely BM25 says "this answers it", 0-1: ``bm25 / (best + knee·idf₁(items))``,
+    ``best`` the query's best BM25 and ``idf₁`` the BM25 weight of a word found in one item
+    of ``items``.
+
+    Relative to the best hit, as BM25 is only comparable within one query, but the best hit
+    itself counts fully only when it holds several of the query's rare words: one rare word
+    makes it ``1 / (1 + knee)``, one word in every tenth item about a third of that. Dividing
+    by the best hit alone gave any item sharing one common word with the query the whole
+    lexical share whenever nothing shared more, outweighing a paraphrase that shares none.
+    """
+    floor = knee * _rare_word_weight(items)
+    return np.maximum(bm25, 0.0) / (np.maximum(best, 0.0) + floor)  # type: ignore[no-any-return]
+
+
+def _rare_word_weight(items: F | float) -> F | float:
+    """BM25's idf of a word that occurs in one of ``items`` (Lucene's, as Lance computes)."""
+    n = np.maximum(items, 1.0)
+    return np.log(1 + (n - 0.5) / 1.5)  # type: ignore[no-any-return]
+
+
+def own_match(semantic: F, lexical: F | float, weight: float) -> F:
+    """An item's own match from both kinds of evidence, ``(1 - w)·S + w·L``.
+
+    Both are on one 0-1 scale, so the weight means what it says; fitted by cross-validation
+    against a noisy-or of the two, which lost on every set (benchmarks/retrieval/fit.py).
+    """
+    return (1 - weight) * semantic + weight * lexical
+
+
+def match_strength(
+    similarity: float,
+    lexical: float | None,
+    weights: ScoringSettings,
+    *,
+    text_tier: bool = False,
+    standout: float = 0.0,
+) -> float:
+    """A candidate's own match: on the semantic tier :func:`own_match` of its cosine's and
+    its BM25's evidence, or its cosine's alone when no full-text half searched it (archived
+    items: the archive has no full-text index, so sharing no word is not known); on the
+    text tier ``similarity`` already is the BM25 evidence."""
+    if text_tier:
         return _unit(similarity)
-    return (1 - share) * _unit(similarity) + share * _unit(lexical)
+    semantic = semantic_evidence(similarity, standout, weights)
+    if lexical is None:
+        return float(semantic)
+    return float(own_match(semantic, _unit(lexical), weights.lexical_weight))
 
 
 def _unit(value: float) -> float:
@@ -250,6 +330,8 @@ class Candidate:
     lexical: float | None = None
     # The best own match of an adjacent item (same source and iteration), 0 if none.
     neighbour: float = 0.0
+    # How far its cosine stands out of the query's candidates' (a z-score; 0 = typical).
+    standout: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -273,8 +355,10 @@ def rank(
     max_items: int,
     max_tokens: int,
     match: str = "semantic",
+    relative: float = 0.0,
 ) -> Ranking:
-    """Score every candidate, drop those under ``min_score``, and keep the best that fit.
+    """Score every candidate, drop those under ``min_score`` or under ``relative`` times the
+    best score, and keep the best that fit.
 
     Ties keep the order the candidates came in (the search's own ranking). ``match`` names
     the first factor in each breakdown: ``semantic`` for cosine, ``lexical`` for the text
@@ -291,10 +375,12 @@ def rank(
             match=match,
             lexical=c.lexical,
             neighbour=c.neighbour,
+            standout=c.standout,
         )
         for c in candidates
     ]
-    passing = [s for s in scored if s.score >= min_score]
+    floor = max(min_score, relative * max((s.score for s in scored), default=0.0))
+    passing = [s for s in scored if s.score >= floor]
     passing.sort(key=lambda s: s.score, reverse=True)
     fit = _fit(passing, max_items=max_items, max_tokens=max_tokens, cost=item_tokens)
     return replace(fit, below_min_score=len(scored) - len(passing))

@@ -9,7 +9,7 @@ import pytest
 
 from ralph_context import Engine, NewItem
 from ralph_context.config import ScoringSettings
-from ralph_context.scoring import item_tokens
+from ralph_context.scoring import item_tokens, semantic_evidence
 from tests.helpers import Loader, SettingsFactory, advance
 
 QUERY = "API server crashes with missing table errors at startup"
@@ -31,7 +31,7 @@ LESSONS = (
     "The users table did not exist, so the API returned 500 on every login request.",
     "Startup crash: relation orders does not exist. Fixed by running alembic upgrade head.",
 )
-COSINE_ONLY = {"lexical_share": 0.0}
+COSINE_ONLY = {"lexical_weight": 0.0}
 WEIGHTS = ScoringSettings()
 
 
@@ -167,12 +167,17 @@ async def test_the_match_mixes_cosine_with_bm25_of_the_query_words(
             result = await engine.search(query, min_score=0.0)
     by_id = {hit.item.id: hit for hit in result.items}
     # Only the literal item shares words with the query ("DB", "credentials"): it is the
-    # full-text half's best hit (1.0); the paraphrase comes from the vector half alone.
-    assert by_id[literal.id].breakdown["lexical"] == 1.0
+    # full-text half's best hit, with two of the query's rare words (evidence 2 / (2 + knee)
+    # give or take BM25's length norm); the paraphrase comes from the vector half alone.
+    assert 0.5 < by_id[literal.id].breakdown["lexical"] < 1.0
     assert by_id[paraphrase.id].breakdown["lexical"] == 0.0
     for hit in result.items:
         factors = hit.breakdown
-        share = WEIGHTS.lexical_share
-        match = (1 - share) * factors["semantic"] + share * factors["lexical"]
+        # Two candidates: each stands one spread from their mean, the closer one above.
+        closest = max(h.breakdown["semantic"] for h in result.items)
+        standout = 1.0 if factors["semantic"] == closest else -1.0
+        semantic = semantic_evidence(factors["semantic"], standout, WEIGHTS)
+        weight = WEIGHTS.lexical_weight
+        match = (1 - weight) * semantic + weight * factors["lexical"]
         assert factors["match"] == pytest.approx(match)  # no source given: no neighbours
         assert hit.score == pytest.approx(match * factors["recency"])

@@ -17,24 +17,39 @@ from ralph_context.scoring import (
     estimate_tokens,
     fit_budget,
     item_tokens,
+    lexical_evidence,
     match_strength,
     rank,
     recency,
     relevance,
+    semantic_evidence,
+    standouts,
     type_match,
 )
 from tests.helpers import unit
 
 # Fixed here, not the defaults (which the fit may move): the hand-computed values below use
-# share 0.4, neighbour 0.5, floor 0.85, decay 0.1, boost 0.3 and type penalty 0.2.
+# cosine's evidence 1 / (1 + exp(-10·(cosine - 0.5))) (no standout: a midpoint out of reach),
+# lexical weight 0.4 and knee 1,
+# neighbour 0.5, floor 0.85, decay 0.1, boost 0.3 and type penalty 0.2.
 WEIGHTS = ScoringSettings(
-    lexical_share=0.4,
+    semantic_midpoint=0.5,
+    semantic_slope=10.0,
+    standout_midpoint=10.0,
+    standout_slope=100.0,
+    lexical_knee=1.0,
+    lexical_weight=0.4,
     neighbour_share=0.5,
     recency_floor=0.85,
     recency_decay=0.1,
     usefulness_boost=0.3,
     type_penalty=0.2,
 )
+
+
+def sigma(cosine: float) -> float:
+    """Cosine's evidence under WEIGHTS, by hand."""
+    return 1 / (1 + math.exp(-10 * (cosine - 0.5)))
 
 
 def item(
@@ -77,12 +92,12 @@ def test_relevance_is_match_times_recency_feedback_and_type() -> None:
     )
     recent = 0.85 + 0.15 * math.exp(-0.5)
     feedback = 1 + 0.3 * (2 * 0.6 - 1)
-    assert scored.score == pytest.approx(0.8 * recent * feedback * 0.8)
+    assert scored.score == pytest.approx(sigma(0.8) * recent * feedback * 0.8)
     assert scored.breakdown == pytest.approx(
         {
             "semantic": 0.8,
             "neighbour": 0.0,
-            "match": 0.8,
+            "match": sigma(0.8),
             "recency": recent,
             "usefulness": 0.6,
             "feedback": feedback,
@@ -91,28 +106,59 @@ def test_relevance_is_match_times_recency_feedback_and_type() -> None:
     )
 
 
-def test_semantic_tier_mixes_cosine_with_normalised_bm25_by_lexical_share() -> None:
+def test_semantic_tier_weighs_cosines_evidence_against_bm25s() -> None:
     scored = relevance(item(), 0.5, now=0, requested=[], weights=WEIGHTS, lexical=1.0)
-    assert scored.score == pytest.approx(0.6 * 0.5 + 0.4 * 1.0)  # lexical_share 0.4
+    assert scored.score == pytest.approx(0.6 * sigma(0.5) + 0.4 * 1.0)  # lexical_weight 0.4
     assert scored.breakdown["semantic"] == 0.5 and scored.breakdown["lexical"] == 1.0
-    # Found by the vector half only: lexical 0 pulls the match down, by the share.
+    # Found by the vector half only: lexical 0 pulls the match down, by the weight.
     unmatched = relevance(item(), 0.5, now=0, requested=[], weights=WEIGHTS, lexical=0.0)
     assert scored.score - unmatched.score == pytest.approx(0.4)
-    cosine_only = WEIGHTS.model_copy(update={"lexical_share": 0.0})
-    plain = relevance(item(), 0.5, now=0, requested=[], weights=cosine_only, lexical=1.0)
-    assert plain.score == pytest.approx(
-        relevance(item(), 0.5, now=0, requested=[], weights=WEIGHTS).score
-    )
-    assert match_strength(1.7, -2.0, 0.5) == pytest.approx(0.5)  # both parts clamped
+    # Not searched by a full-text half at all (the archive): cosine's evidence alone.
+    archived = relevance(item(), 0.5, now=0, requested=[], weights=WEIGHTS)
+    assert archived.score == pytest.approx(sigma(0.5))
+    assert match_strength(0.5, 7.0, WEIGHTS) == pytest.approx(0.6 * sigma(0.5) + 0.4)  # clamped
+
+
+def test_cosines_evidence_is_a_logistic_curve_around_its_midpoint() -> None:
+    assert semantic_evidence(0.5, 0.0, WEIGHTS) == pytest.approx(0.5)
+    assert semantic_evidence(0.8, 0.0, WEIGHTS) == pytest.approx(sigma(0.8))
+    assert semantic_evidence(0.0, 0.0, WEIGHTS) < 0.01 < 0.99 < semantic_evidence(1.0, 0.0, WEIGHTS)
+
+
+def test_a_cosine_that_stands_out_of_its_querys_candidates_is_strong_evidence() -> None:
+    w = WEIGHTS.model_copy(update={"standout_midpoint": 2.0, "standout_slope": 4.0})
+    # A low cosine (0.3) that is the model's clear choice, 3 spreads above the rest...
+    clear = semantic_evidence(0.3, 3.0, w)
+    assert clear == pytest.approx(1 - (1 - sigma(0.3)) * (1 - 1 / (1 + math.exp(-4.0))))
+    # ... outweighs a higher one lost among equals.
+    assert clear > semantic_evidence(0.45, 0.0, w)
+    mean, spread = standouts([0.1, 0.1, 0.1, 0.5])
+    assert (0.5 - mean) / spread == pytest.approx(math.sqrt(3))
+    assert standouts([0.2]) == (0.2, 0.01)  # no spread to measure: a floor, not a division by 0
+
+
+def test_bm25s_evidence_counts_the_best_hit_fully_only_when_it_holds_several_rare_words() -> None:
+    rare = math.log(1 + 99.5 / 1.5)  # BM25's weight of a word found in 1 item of 100
+    # The best hit holding one rare word: 1 / (1 + knee), whatever the store's size.
+    assert lexical_evidence(rare, rare, 100.0, 1.0) == pytest.approx(0.5)
+    # Holding five: near 1, as dividing by the best hit gave.
+    assert lexical_evidence(5 * rare, 5 * rare, 100.0, 1.0) == pytest.approx(5 / 6)
+    # One common word (a tenth of the weight), best of a query where nothing shares more:
+    # the former normalisation gave it 1.0, a whole lexical share.
+    assert lexical_evidence(rare / 10, rare / 10, 100.0, 1.0) == pytest.approx(1 / 11)
+    # Below the best hit, in proportion.
+    assert lexical_evidence(rare, 2 * rare, 100.0, 1.0) == pytest.approx(1 / 3)
+    assert lexical_evidence(-1.0, rare, 100.0, 1.0) == 0.0
 
 
 def test_a_neighbours_match_adds_as_a_noisy_or_and_never_passes_one() -> None:
     alone = relevance(item(), 0.3, now=0, requested=[], weights=WEIGHTS)
     helped = relevance(item(), 0.3, now=0, requested=[], weights=WEIGHTS, neighbour=0.8)
-    assert helped.score == pytest.approx(1 - (1 - 0.3) * (1 - 0.5 * 0.8))
+    assert helped.score == pytest.approx(1 - (1 - sigma(0.3)) * (1 - 0.5 * 0.8))
     assert helped.breakdown["neighbour"] == 0.8 and alone.breakdown["neighbour"] == 0.0
     perfect = relevance(item(), 1.0, now=0, requested=[], weights=WEIGHTS, neighbour=1.0)
-    assert perfect.score == 1.0
+    assert perfect.score <= 1.0
+    assert perfect.score == pytest.approx(1 - (1 - sigma(1.0)) * (1 - 0.5))
 
 
 def test_an_old_strong_match_stays_above_a_fresh_loose_one() -> None:
@@ -127,17 +173,17 @@ def test_an_old_strong_match_stays_above_a_fresh_loose_one() -> None:
     assert newer.score > older.score
 
 
-def test_negative_similarity_counts_as_zero() -> None:
+def test_a_negative_similarity_is_no_evidence() -> None:
     scored = relevance(item(), -0.3, now=0, requested=[], weights=WEIGHTS)
     assert scored.breakdown["semantic"] == 0.0
-    assert scored.score == 0.0
+    assert scored.score == pytest.approx(0.0, abs=1e-3)
 
 
 def test_feedback_can_reorder_two_equally_similar_items() -> None:
-    liked = relevance(item(usefulness=0.9), 0.7, now=0, requested=[], weights=WEIGHTS)
-    disliked = relevance(item(usefulness=0.1), 0.7, now=0, requested=[], weights=WEIGHTS)
-    assert liked.score == pytest.approx(0.7 * (1 + 0.3 * 0.8))
-    assert disliked.score == pytest.approx(0.7 * (1 - 0.3 * 0.8))
+    liked = relevance(item(usefulness=0.9), 0.5, now=0, requested=[], weights=WEIGHTS)
+    disliked = relevance(item(usefulness=0.1), 0.5, now=0, requested=[], weights=WEIGHTS)
+    assert liked.score == pytest.approx(0.5 * (1 + 0.3 * 0.8))
+    assert disliked.score == pytest.approx(0.5 * (1 - 0.3 * 0.8))
 
 
 def test_combine_scores_arrays_exactly_as_relevance_scores_one_item() -> None:
@@ -147,8 +193,9 @@ def test_combine_scores_arrays_exactly_as_relevance_scores_one_item() -> None:
         relevance(item(iteration=100 - age, usefulness=u), m, now=100, requested=[], weights=w)
         for m, age, u in rows
     ]
+    evidence = semantic_evidence(np.array([r[0] for r in rows]), 0.0, w)
     together = combine(
-        np.array([r[0] for r in rows]),
+        evidence,
         np.array([float(r[1]) for r in rows]),
         w.recency_decay,
         np.array([r[2] for r in rows]),
@@ -161,6 +208,11 @@ def test_combine_scores_arrays_exactly_as_relevance_scores_one_item() -> None:
 def test_the_former_additive_weights_are_refused_with_the_new_names() -> None:
     with pytest.raises(ValueError, match=r"recency_weight.*recency_floor"):
         ScoringSettings.model_validate({"recency_weight": 0.25})
+
+
+def test_the_former_lexical_share_is_refused_with_the_new_names() -> None:
+    with pytest.raises(ValueError, match=r"lexical_share.*semantic_midpoint.*lexical_weight"):
+        ScoringSettings.model_validate({"lexical_share": 0.6})
 
 
 def test_token_estimate_is_a_quarter_of_the_characters() -> None:
@@ -215,10 +267,10 @@ def test_rank_orders_by_relevance_and_counts_what_each_rule_dropped() -> None:
     twin = item("fresh and relevant, again", iteration=10)
     ranking = rank(
         [
-            Candidate(stale, 0.9, unit(0, 1, 0, 0)),
-            Candidate(fresh, 0.8, unit(1, 0, 0, 0)),
-            Candidate(twin, 0.79, twin_vector),
-            Candidate(long, 0.85, unit(0, 0, 1, 0)),
+            Candidate(stale, 0.6, unit(0, 1, 0, 0)),
+            Candidate(fresh, 0.55, unit(1, 0, 0, 0)),
+            Candidate(twin, 0.549, twin_vector),
+            Candidate(long, 0.58, unit(0, 0, 1, 0)),
             Candidate(weak, 0.0, unit(0, 0, 0, 1)),
         ],
         now=10,
@@ -228,8 +280,8 @@ def test_rank_orders_by_relevance_and_counts_what_each_rule_dropped() -> None:
         max_items=10,
         max_tokens=200,
     )
-    # long scores highest (.85) but is over budget; stale .9 x recency .905 = .815 stays
-    # above fresh .80 (10 iterations cost at most 15%); twin duplicates fresh
+    # long scores highest (.690) but is over budget; stale .731 x recency .905 = .662 stays
+    # above fresh .622 (10 iterations cost at most 15%); twin duplicates fresh
     assert [s.item.id for s in ranking.kept] == [stale.id, fresh.id]
     assert ranking.below_min_score == 1  # weak: no match at all scores 0
     assert ranking.duplicates == 1  # twin

@@ -107,7 +107,7 @@ async def run_question(question: Question, store: Path, model: RecordingEmbedder
     model.documents.clear()
     filled = await fill_store(question, store, model)
     run = QuestionRun(question, len(filled.turns), filled.seconds, filled.truncated)
-    share = filled.settings.scoring.lexical_share
+    weights = filled.settings.scoring
     rankings: dict[str, Ranked] = {}
     async with open_engine(filled.settings, model) as engine:
 
@@ -136,7 +136,7 @@ async def run_question(question: Question, store: Path, model: RecordingEmbedder
         started = time.perf_counter()
         found = await engine.candidates(question.text, limit=DEEP * CANDIDATE_FACTOR)
         shared_ms = (time.perf_counter() - started) * 1000
-        pooled = sorted(found.pool, key=lambda c: -match_strength(c.similarity, c.lexical, share))
+        pooled = sorted(found.pool, key=lambda c: -match_strength(c.similarity, c.lexical, weights))
         for mode, items in (
             ("vector", [item for item, _ in found.semantic]),
             ("text", [item for item, _ in found.lexical]),

@@ -10,32 +10,27 @@ speaker. No turn of LongMemEval-S comes near ``storage.max_content_bytes`` (100,
 longest is ~42 kB); one that did would be cut at the limit, marked ``[truncated]`` and
 counted in the results rather than refused.
 
-``longmemeval_pools`` hands out each question's raw candidate pool for a later weight fit.
+``benchmarks/retrieval/pools.py`` fills stores the same way for the weight fit.
 """
 
 from __future__ import annotations
 
-import tempfile
 import time
-from collections import defaultdict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.retrieval.longmemeval import Question, Turn, load_questions
+from benchmarks.retrieval.longmemeval import Question, Turn
 from benchmarks.settings import store_settings
 from ralph_context import ContextType, Engine, IterationResult, NewItem, Settings
 from ralph_context.config import EmbeddingsSettings
-from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
-from ralph_context.retrieval import Candidates
+from ralph_context.embeddings.local import LocalEmbedder, Vectors
 
 __all__ = [
     "TRUNCATED",
     "FilledStore",
-    "QuestionPool",
     "RecordingEmbedder",
     "fill_store",
-    "longmemeval_pools",
     "open_engine",
     "stored_text",
 ]
@@ -137,45 +132,3 @@ async def fill_store(question: Question, store: Path, model: LocalEmbedder) -> F
         await engine.maintain()
         seconds = time.perf_counter() - started
     return FilledStore(settings, turns, seconds, truncated)
-
-
-@dataclass(frozen=True)
-class QuestionPool:
-    """One question's raw candidates and the items that answer it."""
-
-    question_id: str
-    question_type: str
-    candidates: Candidates
-    # One group per has_answer turn: the ids of the items holding it (two when its session
-    # is repeated in the haystack; finding either finds the turn).
-    evidence: list[list[str]]
-
-
-async def longmemeval_pools(
-    data: Path,
-    *,
-    questions: int | None = None,
-    workdir: Path | None = None,
-    model: LocalEmbedder | None = None,
-    limit: int = 40,
-    text_limit: int = 20,
-) -> AsyncIterator[QuestionPool]:
-    """Per answerable question (abstention questions and those without a ``has_answer``
-    turn are left out), a fresh store filled as the benchmark fills it, then
-    ``Engine.candidates(question, limit=limit, text_limit=text_limit)`` on it reopened.
-    For fitting the scoring weights across questions; ``questions`` caps the file."""
-    model = model or load_embedder(Settings.load(None).embeddings)
-    for index, question in enumerate(load_questions(data)[:questions]):
-        if question.abstention or not question.evidence_turns:
-            continue
-        with tempfile.TemporaryDirectory(prefix="ralph-lme-pool-", dir=workdir) as tmp:
-            filled = await fill_store(question, Path(tmp) / f"q{index}", model)
-            groups: dict[str, list[str]] = defaultdict(list)
-            for item_id, turn in filled.turns.items():
-                if turn.has_answer:
-                    groups[turn.unit].append(item_id)
-            async with open_engine(filled.settings, model) as engine:
-                found = await engine.candidates(question.text, limit=limit, text_limit=text_limit)
-            yield QuestionPool(
-                question.question_id, question.question_type, found, list(groups.values())
-            )

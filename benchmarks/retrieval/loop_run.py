@@ -4,7 +4,9 @@ Each kind's store is filled iteration by iteration as a loop fills it (the itera
 its feedback, then its result, so the lifecycle runs at its defaults), then every query is
 asked in the same modes as LoCoMo: ``vector``, ``text`` and ``hybrid`` from
 ``Engine.candidates`` (the hot table's two halves), ``served`` from ``Engine.search`` with
-default settings, once per k. MRR is over the top 10.
+default settings but no score floor or token limit (the ranking alone), and ``default``:
+``Engine.search(query, max_items=k)``, every other argument at its default, as a client gets
+it. Each once per k. MRR is over the top 10.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ async def evaluate_scenarios(
     """Recall@1/3/5/10 and MRR per mode, overall and per kind."""
     recalls: dict[str, dict[int, dict[str, list[float]]]] = {}
     ranks: dict[str, dict[str, list[float]]] = {}
-    modes = ("vector", "text", "hybrid", "served")
+    modes = ("default", "vector", "text", "hybrid", "served")
     for mode in modes:
         recalls[mode] = {k: defaultdict(list) for k in LOOP_KS}
         ranks[mode] = defaultdict(list)
@@ -96,13 +98,13 @@ async def evaluate_scenarios(
     stores = generate(per_kind=per_kind)
     for store in stores:
         settings = store_settings(workdir / store.kind, skillbook={"enabled": False})
-        share = settings.scoring.lexical_share
+        weights = settings.scoring
         async with Engine(settings, model_loader=loader) as engine:
             ids = await fill(engine, store)
             for query in store.queries:
                 found = await engine.candidates(query.text, limit=_POOL)
                 pooled = sorted(
-                    found.pool, key=lambda c: -match_strength(c.similarity, c.lexical, share)
+                    found.pool, key=lambda c: -match_strength(c.similarity, c.lexical, weights)
                 )
                 rankings = {
                     "vector": [item.id for item, _ in found.semantic],
@@ -114,13 +116,17 @@ async def evaluate_scenarios(
                         recalls[mode][k][query.kind].append(score_query(query, ids, ranking, k))
                     ranks[mode][query.kind].append(reciprocal_rank(query, ids, ranking))
                 for k in LOOP_KS:
-                    result = await engine.search(
-                        query.text, max_items=k, min_score=0.0, max_tokens=MAX_TOKENS
-                    )
-                    served = [r.item.id for r in result.items]
-                    recalls["served"][k][query.kind].append(score_query(query, ids, served, k))
-                    if k == MRR_DEPTH:
-                        ranks["served"][query.kind].append(reciprocal_rank(query, ids, served))
+                    for mode, floor, budget in (
+                        ("default", None, None),
+                        ("served", 0.0, MAX_TOKENS),
+                    ):
+                        result = await engine.search(
+                            query.text, max_items=k, min_score=floor, max_tokens=budget
+                        )
+                        got = [r.item.id for r in result.items]
+                        recalls[mode][k][query.kind].append(score_query(query, ids, got, k))
+                        if k == MRR_DEPTH:
+                            ranks[mode][query.kind].append(reciprocal_rank(query, ids, got))
                 tick()
     return {
         "queries": sum(len(s.queries) for s in stores),

@@ -44,17 +44,16 @@ from ralph_context import Engine, IterationResult, NewItem, Settings
 from ralph_context.arguments import MAX_TOKENS
 from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
-from ralph_context.retrieval import CANDIDATE_FACTOR, LEXICAL_FACTOR, Candidates
 from ralph_context.scoring import match_strength
 
 __all__ = [
     "KS",
     "MODES",
+    "asked_queries",
     "evaluate_paraphrases",
     "fill",
     "main",
     "paraphrase_markdown",
-    "paraphrase_pools",
 ]
 
 KS = (1, 3, 5, 10)
@@ -153,9 +152,9 @@ async def evaluate_paraphrases(
     returned: dict[str, list[int]] = {"answerable": [], "absent": []}
     per_query: list[dict[str, Any]] = []
     for store in stores:
-        asked = _asked(store, limit)
+        asked = asked_queries(store, limit)
         settings = store_settings(workdir / store.project, skillbook={"enabled": False})
-        share = settings.scoring.lexical_share
+        weights = settings.scoring
         batch = settings.embeddings.batch_size
         contents = model.embed([item.content for item in store.items], batch)
         async with Engine(settings, model_loader=loader) as engine:
@@ -172,7 +171,7 @@ async def evaluate_paraphrases(
                 returned["answerable"].append(len(default[MRR_DEPTH]))
                 halves = await engine.candidates(query.text, limit=_POOL)
                 pooled = sorted(
-                    halves.pool, key=lambda c: -match_strength(c.similarity, c.lexical, share)
+                    halves.pool, key=lambda c: -match_strength(c.similarity, c.lexical, weights)
                 )
                 (probe,) = model.embed([query.text], batch, query=True)
                 order = np.argsort(-(contents @ probe), kind="stable")[:MRR_DEPTH]
@@ -231,7 +230,7 @@ async def _search(
     return found
 
 
-def _asked(store: Store, limit: int | None) -> list[Query]:
+def asked_queries(store: Store, limit: int | None) -> list[Query]:
     answerable = [q for q in store.queries if not q.absent][:limit]
     return answerable + [q for q in store.queries if q.absent][:limit]
 
@@ -252,33 +251,6 @@ def _row(store: Store, query: Query, ranks: dict[str, int | None], items: int) -
         "rank": ranks,
         "default_items": items,
     }
-
-
-async def paraphrase_pools(
-    model: LocalEmbedder, workdir: Path, stores: Sequence[Store] = STORES
-) -> list[tuple[Candidates, frozenset[str], str]]:
-    """For each query, the candidates ``Engine.search`` chooses from at k = 10 (vector top
-    40, full-text top 20, their pool and its neighbours), the ids of its targets (empty for
-    an absent query) and its project (to fold by), for fitting the scoring across projects
-    as ``fit.py`` does on its own pools."""
-
-    def loader(_: EmbeddingsSettings) -> LocalEmbedder:
-        return model
-
-    pools: list[tuple[Candidates, frozenset[str], str]] = []
-    for store in stores:
-        settings = store_settings(workdir / store.project, skillbook={"enabled": False})
-        async with Engine(settings, model_loader=loader) as engine:
-            keys = await fill(engine, store)
-            ids = {key: item_id for item_id, key in keys.items()}
-            for query in store.queries:
-                found = await engine.candidates(
-                    query.text,
-                    limit=MRR_DEPTH * CANDIDATE_FACTOR,
-                    text_limit=MRR_DEPTH * LEXICAL_FACTOR,
-                )
-                pools.append((found, frozenset(ids[t] for t in query.targets), store.project))
-    return pools
 
 
 def paraphrase_markdown(results: dict[str, Any]) -> str:

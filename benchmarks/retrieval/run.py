@@ -3,16 +3,19 @@
 One store per conversation, filled as a loop fills it: each session is an iteration (its
 turns stored, then its result recorded, so the lifecycle runs at its defaults after each),
 every turn one item (``dia_id`` in metadata), real model, real LanceDB. Each question is
-asked in four modes:
+asked in five modes:
 
+- ``default``: ``Engine.search(question, max_items=k)`` with every other argument at its
+  default, the score threshold and token budget included: exactly what a client gets. It is
+  the first row of every table;
 - ``vector``: the vector half alone (cosine top-k);
 - ``text``: the full-text half alone (LanceDB BM25 top-k);
-- ``hybrid``: both halves pooled and ranked by the engine's match strength alone
-  (``(1 - s)·cosine + s·BM25/best``, ``s`` = ``scoring.lexical_share``); no gate, no
+- ``hybrid``: both halves pooled and ranked by the engine's own match alone
+  (``scoring.match_strength``: cosine's and BM25's evidence joined); no gate, no neighbours,
   recency, usefulness or type;
-- ``served``: exactly ``Engine.search`` with default settings, as every client gets it
-  (pooling, neighbours, similarity gate, the relevance formula, the archive), asked once per
-  k, no score floor, no token limit.
+- ``served``: ``Engine.search`` with default settings (pooling, neighbours, similarity
+  gate, the relevance formula, the archive), asked once per k, but no score floor and no token
+  limit: the ranking alone.
 
 Recall is LoCoMo's own (``recall.py``), reported per category and overall next to the paper's
 Table 3 retriever (DRAGON over dialogs). The loop scenarios (``scenarios.py``) run in the
@@ -40,12 +43,18 @@ import numpy as np
 
 from benchmarks.retrieval.locomo import CATEGORIES, Conversation, load_conversations
 from benchmarks.retrieval.loop_run import evaluate_scenarios, scenario_markdown
+from benchmarks.retrieval.paraphrase_data import STORES
+from benchmarks.retrieval.paraphrase_run import (
+    asked_queries,
+    evaluate_paraphrases,
+    paraphrase_markdown,
+)
 from benchmarks.retrieval.recall import Recall, evidence_recall, summarize
 from benchmarks.retrieval.scenarios import KINDS
 from benchmarks.settings import store_settings
 from ralph_context import ContextItem, ContextType, Engine, IterationResult, NewItem, Settings
 from ralph_context.arguments import MAX_TOKENS
-from ralph_context.config import EmbeddingsSettings
+from ralph_context.config import EmbeddingsSettings, ScoringSettings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.retrieval import CANDIDATE_FACTOR
 from ralph_context.scoring import Candidate, match_strength
@@ -63,7 +72,7 @@ __all__ = [
     "write_outputs",
 ]
 
-MODES = ("vector", "text", "hybrid", "served")
+MODES = ("default", "vector", "text", "hybrid", "served")
 KS = (5, 10, 25, 50)
 # LoCoMo paper, Table 3: DRAGON retriever over dialog turns, overall recall, all 10 conversations.
 DRAGON = {"5": 0.567, "10": 0.662, "25": 0.767, "50": 0.827}
@@ -76,8 +85,8 @@ NO_PLOT = (
 )
 
 
-def strength(candidate: Candidate, share: float) -> float:
-    return match_strength(candidate.similarity, candidate.lexical, share)
+def strength(candidate: Candidate, weights: ScoringSettings) -> float:
+    return match_strength(candidate.similarity, candidate.lexical, weights)
 
 
 @dataclass
@@ -109,7 +118,7 @@ async def run_conversation(
         await ingest(engine, conversation)
         run = ConversationRun(len(conversation.turns), time.perf_counter() - started)
     deepest = max(KS) * CANDIDATE_FACTOR
-    share = settings.scoring.lexical_share
+    weights = settings.scoring
     async with Engine(settings, model_loader=loader) as engine:
         for question in conversation.questions[:questions]:
             started = time.perf_counter()
@@ -117,7 +126,7 @@ async def run_conversation(
             shared_ms = (time.perf_counter() - started) * 1000
             semantic = [item for item, _ in found.semantic]
             lexical = [item for item, _ in found.lexical]
-            fused = [c.item for c in sorted(found.pool, key=lambda c: -strength(c, share))]
+            fused = [c.item for c in sorted(found.pool, key=lambda c: -strength(c, weights))]
             for mode, ranking in (("vector", semantic), ("text", lexical), ("hybrid", fused)):
                 run.latencies_ms[mode].append(shared_ms)
                 for k in KS:
@@ -125,16 +134,21 @@ async def run_conversation(
                         _recall(question.evidence, question.category, k, ranking)
                     )
             for k in KS:
-                started = time.perf_counter()
-                # No score floor and the largest budget: recall measures the ranking.
-                result = await engine.search(
-                    question.text, max_items=k, min_score=0.0, max_tokens=MAX_TOKENS
-                )
-                run.latencies_ms["served"].append((time.perf_counter() - started) * 1000)
-                ranking = [r.item for r in result.items]
-                run.recalls["served"].append(
-                    _recall(question.evidence, question.category, k, ranking)
-                )
+                # default: what a client gets; served: no score floor and the largest
+                # budget, so recall measures the ranking alone.
+                for mode, floor, budget in (
+                    ("default", None, None),
+                    ("served", 0.0, MAX_TOKENS),
+                ):
+                    started = time.perf_counter()
+                    result = await engine.search(
+                        question.text, max_items=k, min_score=floor, max_tokens=budget
+                    )
+                    run.latencies_ms[mode].append((time.perf_counter() - started) * 1000)
+                    ranking = [r.item for r in result.items]
+                    run.recalls[mode].append(
+                        _recall(question.evidence, question.category, k, ranking)
+                    )
             tick()
     return run
 
@@ -177,13 +191,16 @@ async def evaluate(
     workdir: Path | None = None,
     progress: Callable[[int], Tick] | None = None,
     scenarios: int = SCENARIOS_PER_KIND,
+    paraphrases: int | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; ``conversations``/``questions`` cap the work (per file / per
     conversation) for quick runs, ``scenarios`` is the loop scenarios' queries per kind (0:
-    none). ``progress(total)`` returns a per-question tick."""
+    none), ``paraphrases`` the paraphrase set's answerable and absent queries per project
+    (``None``: all; 0: none). ``progress(total)`` returns a per-question tick."""
     loaded = load_conversations(data)[:conversations]
     model = load_embedder(Settings.load(None).embeddings)  # once, not per store opened
-    total = sum(len(c.questions[:questions]) for c in loaded) + scenarios * len(KINDS)
+    asked = sum(len(asked_queries(s, paraphrases)) for s in STORES) if paraphrases != 0 else 0
+    total = sum(len(c.questions[:questions]) for c in loaded) + scenarios * len(KINDS) + asked
     tick = progress(total) if progress is not None else (lambda: None)
     runs: list[ConversationRun] = []
     with tempfile.TemporaryDirectory(prefix="ralph-locomo-", dir=workdir) as tmp:
@@ -192,6 +209,13 @@ async def evaluate(
                 per_kind=scenarios, model=model, workdir=Path(tmp) / "loop", tick=tick
             )
             if scenarios
+            else None
+        )
+        reworded = (
+            await evaluate_paraphrases(
+                model=model, workdir=Path(tmp) / "paraphrase", tick=tick, limit=paraphrases
+            )
+            if paraphrases != 0
             else None
         )
         for index, conversation in enumerate(loaded):
@@ -219,7 +243,8 @@ async def evaluate(
     return {
         "modes": modes,
         "scenarios": loop,
-        "questions": total - scenarios * len(KINDS),
+        "paraphrases": reworded,
+        "questions": total - scenarios * len(KINDS) - asked,
         "conversations": [c.sample_id for c in loaded],
         "ingest": {
             "items": items,
@@ -266,6 +291,8 @@ def markdown(results: dict[str, Any]) -> str:
     text = "\n".join(lines) + "\n"
     if results.get("scenarios"):
         text += "\n" + scenario_markdown(results["scenarios"])
+    if results.get("paraphrases"):
+        text += "\n" + paraphrase_markdown(results["paraphrases"])
     return text
 
 

@@ -29,6 +29,7 @@ class RankRequest:
     max_items: int
     max_tokens: int
     match: str = "semantic"
+    relative: float = 0.0
 
 
 class ScoringActor(Actor[RankRequest, Ranking]):
@@ -49,6 +50,7 @@ class ScoringActor(Actor[RankRequest, Ranking]):
             max_items=request.max_items,
             max_tokens=request.max_tokens,
             match=request.match,
+            relative=request.relative,
         )
 
     async def rank(
@@ -61,6 +63,7 @@ class ScoringActor(Actor[RankRequest, Ranking]):
         max_items: int,
         max_tokens: int,
         match: str = "semantic",
+        relative: float = 0.0,
     ) -> Ranking:
         """Typed wrapper over :meth:`call`.
 
@@ -68,6 +71,13 @@ class ScoringActor(Actor[RankRequest, Ranking]):
             ActorUnavailable: The actor is down or did not answer in time.
         """
         request = RankRequest(
-            tuple(candidates), now, tuple(requested), min_score, max_items, max_tokens, match
+            tuple(candidates),
+            now,
+            tuple(requested),
+            min_score,
+            max_items,
+            max_tokens,
+            match,
+            relative,
         )
         return await self.call(request, timeout=self.timeout)

@@ -160,6 +160,12 @@ class StorageActor(StorageReads, StorageWrites):
         return self._store.without_vector
 
     @property
+    def searched_rows(self) -> int:
+        """About how many items a full-text search scores against (1 when not open): the
+        scale of a BM25 score (``scoring.lexical_evidence``). A read of running counts."""
+        return self._store.searched_rows if self._store is not None else 1
+
+    @property
     def archive_empty(self) -> bool:
         """True while nothing was ever archived (or the store is not open): retrieval then
         skips the archive without a call. A plain read of a flag only this actor sets."""

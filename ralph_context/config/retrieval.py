@@ -14,14 +14,18 @@ class RetrievalSettings(Section):
     """Defaults for a query."""
 
     max_items_per_query: int = Field(default=10, ge=1, le=50)
-    # Relevance is on the match's scale (scoring.py): with no shared word an item needs cosine
-    # ~0.4 to reach 0.15, a paraphrase; items sharing the query's words need less.
-    min_relevance_score: float = Field(default=0.15, ge=0.0, le=1.0, allow_inf_nan=False)
-    # The gate before scoring. With the seed's weights a fresh, unrated item scores 0.5 on
-    # recency, usefulness and type alone, above any sensible min_score, so an unrelated item
-    # would always be returned; candidates must first be at least this similar to the query.
-    # MiniLM puts unrelated English sentences at ~0.0-0.15 and paraphrases at 0.5+.
-    min_similarity: float = Field(default=0.2, ge=-1.0, le=1.0, allow_inf_nan=False)
+    # Relevance is on the match's scale (scoring.py): with no shared word, half of cosine's
+    # evidence; an item with cosine 0.3 (a paraphrase, as MiniLM measures one) reaches 0.25.
+    min_relevance_score: float = Field(default=0.12, ge=0.0, le=1.0, allow_inf_nan=False)
+    # ... and under this share of the query's best score: when a clear match is there, the
+    # loosely related tail goes. Both chosen by benchmarks/retrieval/fit.py (README:
+    # Relevance); a min_score given with a query replaces both.
+    min_relative_score: float = Field(default=0.3, ge=0.0, le=1.0, allow_inf_nan=False)
+    # The gate before scoring: candidates must first be at least this similar to the query
+    # (or hold its rarer words). MiniLM puts unrelated English sentences at ~0.0-0.15 and a
+    # question asked in other words than its answer at 0.25-0.5 (0.12-0.32 for the hardest
+    # of the paraphrase set, so the fit lowered it from 0.2).
+    min_similarity: float = Field(default=0.15, ge=-1.0, le=1.0, allow_inf_nan=False)
     context_types: tuple[ContextType, ...] = (
         ContextType.SKILL,
         ContextType.ERROR,
@@ -44,8 +48,19 @@ class ScoringSettings(Section):
     ``benchmarks/retrieval/fit.py`` on LoCoMo and the loop scenarios.
     """
 
-    # Share of an item's own match taken by full-text (BM25) match; the rest is cosine.
-    lexical_share: float = Field(default=0.60, ge=0.0, le=1.0, allow_inf_nan=False)
+    # Cosine's evidence is the logistic sigma(slope * (cosine - midpoint)): at the midpoint a
+    # cosine is even odds that the item answers the query (scoring.semantic_evidence).
+    semantic_midpoint: float = Field(default=0.30, ge=-1.0, le=1.0, allow_inf_nan=False)
+    semantic_slope: float = Field(default=10.0, gt=0.0, le=100.0, allow_inf_nan=False)
+    # ... or-ed with a curve of how far it stands out of the query's candidates' cosines
+    # (its z-score among them): the model's own clear choice, whatever its absolute cosine.
+    standout_midpoint: float = Field(default=2.0, ge=-10.0, le=10.0, allow_inf_nan=False)
+    standout_slope: float = Field(default=4.0, gt=0.0, le=100.0, allow_inf_nan=False)
+    # BM25's evidence is its score over the query's best hit's plus lexical_knee rare words'
+    # worth (scoring.lexical_evidence); the match is (1 - lexical_weight)·cosine's evidence
+    # + lexical_weight·BM25's.
+    lexical_knee: float = Field(default=2.0, gt=0.0, le=100.0, allow_inf_nan=False)
+    lexical_weight: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
     # How much an adjacent item's match (same source and iteration, stored next to it)
     # counts towards this item's: an answer is often the turn after the question.
     neighbour_share: float = Field(default=0.70, ge=0.0, le=1.0, allow_inf_nan=False)
@@ -62,11 +77,17 @@ class ScoringSettings(Section):
     @classmethod
     def _no_additive_weights(cls, data: object) -> object:
         if isinstance(data, dict):
+            if "lexical_share" in data:
+                raise ValueError(
+                    "lexical_share: cosine and BM25 no longer share the match by fixed parts; "
+                    "each is evidence on its own scale (semantic_midpoint, semantic_slope, "
+                    "lexical_knee) joined by lexical_weight (README: Relevance)"
+                )
             old = sorted(set(data) & _ADDITIVE_WEIGHTS)
             if old:
                 raise ValueError(
                     f"{', '.join(old)}: the additive weights are gone "
-                    "(relevance = match · recency · feedback · type); use lexical_share, "
+                    "(relevance = match · recency · feedback · type); use lexical_weight, "
                     "neighbour_share, recency_floor, recency_decay, usefulness_boost and "
                     "type_penalty (README: Relevance)"
                 )

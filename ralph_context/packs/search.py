@@ -1,8 +1,9 @@
 """Ranked search over a pack table: vector, full-text, or both (hybrid).
 
 Same recipe as the context store (``retrieval.py``): a vector half ranked by exact cosine
-computed here from the returned vectors, a BM25 half normalised to the best hit, and a
-match strength ``(1-s)·cosine + s·bm25`` (``scoring.match_strength``) when both are present.
+computed here from the returned vectors, a BM25 half as evidence on its absolute scale
+(``scoring.lexical_evidence``), and the context store's own match (``scoring.match_strength``)
+when both are present.
 With no query vector (model unavailable) only the BM25 half runs: degraded, never failing.
 """
 
@@ -15,9 +16,10 @@ import numpy as np
 import pyarrow.compute as pc
 from lancedb.query import MatchQuery
 
+from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.packs.tables import PackTable
-from ralph_context.scoring import match_strength
+from ralph_context.scoring import lexical_evidence, match_strength
 from ralph_context.storage.vectors import vector_list, vector_matrix
 
 __all__ = ["Hit", "hybrid_search", "vector_search"]
@@ -29,7 +31,7 @@ class Hit:
 
     row: dict[str, Any]
     similarity: float | None  # cosine to the query; None when only full text ran
-    lexical: float  # BM25 over the best hit's, 0 when the text half did not find it
+    lexical: float  # BM25 evidence (0-1), 0 when the text half did not find it
     match: float
 
 
@@ -75,13 +77,17 @@ def hybrid_search(
     vector: Vectors | None,
     condition: str | None,
     limit: int,
-    lexical_share: float,
+    weights: ScoringSettings,
 ) -> list[Hit]:
     """The ``limit`` best rows by match strength; BM25 alone when ``vector`` is ``None``."""
     pool = limit * 4
     lexical_hits = text_search(table, text, column, condition=condition, limit=pool)
-    best = max((score for _, score, _ in lexical_hits), default=0.0) or 1.0
-    lexical = {row["id"]: score / best for row, score, _ in lexical_hits}
+    rows = float(table.table.count_rows()) if lexical_hits else 1.0
+    best = max((score for _, score, _ in lexical_hits), default=0.0)
+    lexical = {
+        row["id"]: float(lexical_evidence(score, best, rows, weights.lexical_knee))
+        for row, score, _ in lexical_hits
+    }
     if vector is None:
         hits = [
             Hit(row, None, lexical[row["id"]], lexical[row["id"]]) for row, _, _ in lexical_hits
@@ -90,9 +96,7 @@ def hybrid_search(
     found: dict[str, Hit] = {}
     for row, similarity in vector_search(table, vector, condition=condition, limit=pool):
         share = lexical.get(row["id"], 0.0)
-        found[row["id"]] = Hit(
-            row, similarity, share, match_strength(similarity, share, lexical_share)
-        )
+        found[row["id"]] = Hit(row, similarity, share, match_strength(similarity, share, weights))
     probe = vector.astype(np.float32)
     for row, _score, row_vector in lexical_hits:
         if row["id"] in found:
@@ -100,11 +104,9 @@ def hybrid_search(
         share = lexical[row["id"]]
         if row_vector is None:
             # Written while no model was loaded: it competes on its words alone.
-            found[row["id"]] = Hit(row, None, share, lexical_share * share)
+            found[row["id"]] = Hit(row, None, share, weights.lexical_weight * share)
             continue
         similarity = float(row_vector @ probe)
-        found[row["id"]] = Hit(
-            row, similarity, share, match_strength(similarity, share, lexical_share)
-        )
+        found[row["id"]] = Hit(row, similarity, share, match_strength(similarity, share, weights))
     ranked = sorted(found.values(), key=lambda hit: hit.match, reverse=True)
     return ranked[:limit]

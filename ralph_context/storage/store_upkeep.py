@@ -219,6 +219,13 @@ class StoreUpkeep(StoreCore):
         )
 
     @property
+    def searched_rows(self) -> int:
+        """About how many items a full-text search scores against (BM25's document count):
+        the running counts, no I/O; beside a writer, the rows with a vector as counted at
+        open or at the last maintenance (a scale for BM25, so a stale count is harmless)."""
+        return max(self._tally.total if self._tally is not None else self._vector_rows, 1)
+
+    @property
     def without_vector(self) -> int:
         """Items stored without a vector (no model answered in time; a backfill gives them
         one): from the running counts, no I/O (a scan of the vector column's validity took

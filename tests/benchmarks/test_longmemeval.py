@@ -25,8 +25,7 @@ from benchmarks.retrieval.longmemeval_metrics import (
 )
 from benchmarks.retrieval.longmemeval_report import MODES
 from benchmarks.retrieval.longmemeval_run import Ranked, score
-from benchmarks.retrieval.longmemeval_store import TRUNCATED, longmemeval_pools, stored_text
-from ralph_context.embeddings.local import LocalEmbedder
+from benchmarks.retrieval.longmemeval_store import TRUNCATED, stored_text
 from tests.test_cli import cli
 
 HERE = Path(__file__).parent
@@ -172,24 +171,6 @@ def test_a_turn_over_the_size_limit_is_cut_at_the_limit_and_marked() -> None:
     assert (text, cut) == ("user: My favourite dish is mushroom risotto with parmesan.", False)
     short, cut = stored_text(turn, 30)
     assert cut and short.endswith(TRUNCATED) and len(short.encode()) <= 30
-
-
-@pytest.mark.model
-# The bench runs on asyncio (anyio.run's default): one backend is enough for a harness.
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_pools_hold_the_candidates_and_the_evidence_items(
-    tmp_path: Path, embedder: LocalEmbedder
-) -> None:
-    pools = [p async for p in longmemeval_pools(TINY, workdir=tmp_path, model=embedder)]
-    assert [(p.question_id, p.question_type) for p in pools] == [
-        ("q_food", "single-session-user"),
-        ("q_train", "single-session-assistant"),
-    ]
-    food, train = pools
-    assert len(food.evidence) == 1 and len(food.evidence[0]) == 1
-    found = {item.id for item, _ in food.candidates.semantic}
-    assert food.evidence[0][0] in found
-    assert len(train.evidence) == 1 and train.candidates.pool
 
 
 @pytest.mark.model

@@ -6,14 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.retrieval.paraphrase_data import STORES, Store
+from benchmarks.retrieval.paraphrase_data import STORES
 from benchmarks.retrieval.paraphrase_run import (
     MODES,
     evaluate_paraphrases,
     paraphrase_markdown,
-    paraphrase_pools,
 )
-from benchmarks.retrieval.paraphrase_types import parse_items, parse_queries
 from ralph_context.embeddings.local import LocalEmbedder
 
 # The benchmark runs where `python -m` runs it, on anyio.run's asyncio; the engine's own
@@ -55,26 +53,3 @@ async def test_a_slice_of_the_first_project_is_graded_in_every_mode(
     text = paraphrase_markdown(results)
     assert "| mode | top-1 | top-3 | top-5 | MRR@10 | empty |" in text
     assert "| absent |" in text and "| orders-api |" in text
-
-
-@pytest.mark.model
-async def test_pools_give_each_query_its_candidates_targets_and_project(
-    tmp_path: Path, embedder: LocalEmbedder
-) -> None:
-    store = Store(
-        "tiny",
-        "three items",
-        parse_items(
-            """
-file-a file 1: src/pool.py: owns the database connection pool.
-err-b error 1: `ZeroDivisionError` in stats.py line 9. Fixed by skipping empty groups.
-skill-c skill 2: When a migration adds a column, give it a server default.
-"""
-        ),
-        parse_queries("err-b: why did the averages crash?\n-: how do we deploy?"),
-    )
-    pools = await paraphrase_pools(embedder, tmp_path, [store])
-    assert [(len(targets), project) for _, targets, project in pools] == [(1, "tiny"), (0, "tiny")]
-    (found, (target,), _), (absent, _, _) = pools
-    assert target in {c.item.id for c in found.pool}
-    assert len(absent.semantic) == 3  # every item is a vector candidate of a 3-item store

@@ -142,7 +142,7 @@ class ProjectMemory:
                 vector,
                 condition,
                 limit=limit,
-                lexical_share=settings.scoring.lexical_share,
+                weights=settings.scoring,
                 min_similarity=settings.retrieval.min_similarity,
             )
             return [Learning.model_validate({**row, "score": score}) for row, score in hits]

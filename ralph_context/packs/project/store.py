@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 from lancedb.index import FTS, BTree, LabelList
 
+from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ItemNotFound
 from ralph_context.packs.search import hybrid_search
@@ -252,7 +253,7 @@ def search_learnings(
     condition: str | None,
     *,
     limit: int,
-    lexical_share: float,
+    weights: ScoringSettings,
     min_similarity: float,
 ) -> list[tuple[Row, float]]:
     """Learnings matching ``text`` in words or meaning, best first, with match strength.
@@ -267,7 +268,7 @@ def search_learnings(
         vector=vector,
         condition=condition,
         limit=limit,
-        lexical_share=lexical_share,
+        weights=weights,
     )
     return [
         (hit.row, hit.match)
