@@ -44,9 +44,16 @@ import anyio
 import mcp
 import numpy as np
 from mcp import StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.types import TextContent
 
-from benchmarks.retrieval.locomo import CATEGORIES, Conversation, Turn, load_conversations
+from benchmarks.retrieval.locomo import (
+    CATEGORIES,
+    Conversation,
+    Question,
+    Turn,
+    load_conversations,
+)
 from benchmarks.retrieval.recall import Recall, evidence_recall, summarize
 
 __all__ = ["KS", "MODE", "MODE_NO_THREADS", "evaluate_over_mcp", "main", "server_params"]
@@ -141,21 +148,40 @@ async def _conversation(
     conversation: Conversation, folder: Path, *, questions: int | None, threads: bool
 ) -> _Run:
     run = _Run(items=len(conversation.turns))
-    async with mcp.Client(server_params(folder), read_timeout_seconds=CALL_TIMEOUT) as client:
-        started = time.perf_counter()
-        await _ingest(client, conversation, threads=threads)
-        run.ingest_seconds = time.perf_counter() - started
-        for question in conversation.questions[:questions]:
-            for k in KS:
+    params = server_params(folder)
+    log_path = folder / "server.log"
+    # The server's log (an audit line per write) to a file, not through our stderr.
+    with log_path.open("w", encoding="utf-8") as log:
+        try:
+            transport = stdio_client(params, errlog=log)
+            async with mcp.Client(transport, read_timeout_seconds=CALL_TIMEOUT) as client:
                 started = time.perf_counter()
-                answer = await _call(
-                    client, "get_relevant_context", {"query": question.text, "max_items": k}
-                )
-                run.latencies_ms.append((time.perf_counter() - started) * 1000)
-                retrieved = [str(hit["item"]["metadata"].get("dia_id")) for hit in answer["items"]]
-                value = evidence_recall(question.evidence, retrieved[:k])
-                run.recalls.append(Recall(question.category, k, value))
+                await _ingest(client, conversation, threads=threads)
+                run.ingest_seconds = time.perf_counter() - started
+                for question in conversation.questions[:questions]:
+                    for k in KS:
+                        await _ask(client, question, k, run)
+        except Exception as exc:
+            exc.add_note(f"{conversation.sample_id}'s server log ends:\n{_tail(log_path)}")
+            raise
     return run
+
+
+async def _ask(client: mcp.Client, question: Question, k: int, run: _Run) -> None:
+    started = time.perf_counter()
+    answer = await _call(client, "get_relevant_context", {"query": question.text, "max_items": k})
+    run.latencies_ms.append((time.perf_counter() - started) * 1000)
+    retrieved = [str(hit["item"]["metadata"].get("dia_id")) for hit in answer["items"]]
+    run.recalls.append(
+        Recall(question.category, k, evidence_recall(question.evidence, retrieved[:k]))
+    )
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"(unreadable: {exc})"
 
 
 async def evaluate_over_mcp(
