@@ -24,8 +24,8 @@ from ralph_context.validation import (
     check_int,
     check_metadata,
     check_score,
+    check_source,
     check_tags,
-    check_text,
 )
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "Query",
     "build_item",
     "check_browse",
+    "check_iteration_step",
     "check_query",
 ]
 
@@ -126,22 +127,49 @@ def check_query(
     return Query(text, limit, threshold, budget, where, preferred, relative)
 
 
-def build_item(entry: NewItem, *, max_bytes: int, iteration: int) -> ContextItem:
-    """The item ``entry`` describes, checked; ``iteration`` is used when it names none.
+def check_iteration_step(value: int, *, latest: int, step: int, name: str = "iteration") -> int:
+    """``value``, refused when it is more than ``step`` (``lifecycle.max_iteration_step``)
+    past ``latest``, the store's lifecycle clock.
+
+    Why: the lifecycle ages every item by that clock. One iteration result claiming 10^9
+    would make every item ancient and archive the store on the next pass; one item claiming
+    it would never age, and never be summarized or archived.
+
+    Raises:
+        InvalidInput: ``value`` is too far ahead; the message says how far it may go.
+    """
+    if value > latest + step:
+        raise InvalidInput(
+            f"{name} is {value}, more than {step} past the store's latest "
+            f"({latest}); it must be at most {latest + step} "
+            "(lifecycle.max_iteration_step: the lifecycle ages every item by this clock)"
+        )
+    return value
+
+
+def build_item(
+    entry: NewItem, *, max_bytes: int, iteration: int, max_step: int | None = None
+) -> ContextItem:
+    """The item ``entry`` describes, checked; ``iteration`` (the store's latest) is used when
+    it names none, and with ``max_step`` one it names may be at most that far past it.
 
     Raises:
         InvalidInput: Empty, oversized or non-UTF-8 content, unknown type, bad tags,
             metadata, source or iteration.
     """
     content = check_content(entry.content, max_bytes=max_bytes)
-    created = iteration if entry.iteration is None else entry.iteration
+    created = check_int(
+        iteration if entry.iteration is None else entry.iteration, name="iteration", low=0
+    )
+    if entry.iteration is not None and max_step is not None:
+        check_iteration_step(created, latest=iteration, step=max_step)
     return ContextItem(
         content=content,
         content_type=check_context_type(entry.content_type),
         tags=check_tags(entry.tags),
         metadata=check_metadata(entry.metadata),
-        source=check_text(entry.source, name="source", max_chars=200),
-        created_iteration=check_int(created, name="iteration", low=0),
+        source=check_source(entry.source),
+        created_iteration=created,
         original_length=len(content),
     )
 

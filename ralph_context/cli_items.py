@@ -22,6 +22,7 @@ from ralph_context.cli_output import emit_json, fail, load_settings, out
 from ralph_context.forgetting import check_selection
 from ralph_context.metadata_filter import parse_condition
 from ralph_context.models import ContextType, RetrievalResult
+from ralph_context.validation import check_source
 
 __all__ = ["demo", "forget", "print_result", "result_payload", "search", "store"]
 
@@ -82,7 +83,20 @@ def store(
     ] = None,
     iteration: Annotated[
         int | None,
-        typer.Option(min=0, help="Iteration it belongs to (default: the latest)."),
+        typer.Option(
+            min=0,
+            help="Iteration it belongs to (default: the latest; at most "
+            "lifecycle.max_iteration_step past it).",
+        ),
+    ] = None,
+    thread: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="The conversation, session or task it belongs to (default: cli). Items "
+            "of one thread and iteration stored one after another are found through "
+            "each other.",
+        ),
     ] = None,
     config: ConfigOption = None,
     as_json: JsonOption = False,
@@ -94,8 +108,11 @@ def store(
         meta = json.loads(metadata) if metadata is not None else None
     except ValueError as exc:
         raise fail(f"--metadata is not valid JSON: {exc}", 2) from None
-    # Checked as the engine will check it, before the model and the store load (seconds).
-    entry = NewItem(text, type_, tag, meta, "cli", iteration)
+    if thread is not None:
+        checked(lambda: check_source(thread, name="--thread", empty=False))
+    # Checked as the engine will check it, before the model and the store load (seconds);
+    # how far past the latest iteration it may be, the engine says once the store is open.
+    entry = NewItem(text, type_, tag, meta, "cli" if thread is None else thread, iteration)
     checked(lambda: build_item(entry, max_bytes=settings.storage.max_content_bytes, iteration=0))
 
     async def work() -> dict[str, Any]:

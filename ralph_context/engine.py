@@ -111,9 +111,15 @@ class Engine(IterationLoop):
         earlier one returns the item that one stored and writes nothing (a client that
         timed out retries safely; see ``storage.requests``).
 
+        ``source`` names the thread the item belongs to (a conversation, a session, a
+        task): with the same ``iteration``, items of one source stored one after another
+        are neighbours in retrieval. ``iteration`` defaults to the latest recorded.
+
         Raises:
-            InvalidInput: Empty, oversized or non-UTF-8 content, unknown type, bad tags or
-                metadata, or a key that is not 1-200 characters of text. Nothing is stored.
+            InvalidInput: Empty, oversized or non-UTF-8 content, unknown type, bad tags,
+                metadata or source (at most 200 characters, no control characters), an
+                iteration more than ``lifecycle.max_iteration_step`` past the latest, or a
+                key that is not 1-200 characters of text. Nothing is stored.
             ActorUnavailable: The store itself is down.
         """
         entry = NewItem(content, content_type, tags, metadata, source, iteration)

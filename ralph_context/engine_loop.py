@@ -17,9 +17,7 @@ from ralph_context.actors.lifecycle import (
     RunLifecycle,
     SummarizeOld,
 )
-from ralph_context.arguments import (
-    NewItem,
-)
+from ralph_context.arguments import NewItem, check_iteration_step
 from ralph_context.engine_wiring import NOT_STARTED, EngineWiring
 from ralph_context.errors import (
     ActorUnavailable,
@@ -75,13 +73,11 @@ class IterationLoop(EngineWiring):
                 more than ``lifecycle.max_iteration_step`` past the latest one.
             ActorUnavailable: The store is down.
         """
-        step = self.settings.lifecycle.max_iteration_step
-        if result.iteration > self._iteration + step:
-            raise InvalidInput(
-                f"iteration is {result.iteration}, more than {step} past the store's latest "
-                f"({self._iteration}); it must be at most {self._iteration + step} "
-                "(lifecycle.max_iteration_step: the lifecycle ages every item by this clock)"
-            )
+        check_iteration_step(
+            result.iteration,
+            latest=self._iteration,
+            step=self.settings.lifecycle.max_iteration_step,
+        )
         limit = self.settings.storage.max_content_bytes
         check_text(result.summary, name="summary", max_chars=limit)
         if result.error is not None:

@@ -291,7 +291,10 @@ class EngineWiring:
 
     def _build_item(self, entry: NewItem) -> ContextItem:
         return build_item(
-            entry, max_bytes=self.settings.storage.max_content_bytes, iteration=self._iteration
+            entry,
+            max_bytes=self.settings.storage.max_content_bytes,
+            iteration=self._iteration,
+            max_step=self.settings.lifecycle.max_iteration_step,
         )
 
     async def _persist(self, items: list[ContextItem]) -> list[ContextItem]:

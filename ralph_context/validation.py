@@ -27,6 +27,7 @@ __all__ = [
     "MAX_METADATA_BYTES",
     "MAX_METADATA_DEPTH",
     "MAX_METADATA_KEYS",
+    "MAX_SOURCE_CHARS",
     "MAX_TAGS",
     "MAX_TAG_LENGTH",
     "check_content",
@@ -36,6 +37,7 @@ __all__ = [
     "check_item_id",
     "check_metadata",
     "check_score",
+    "check_source",
     "check_tags",
     "check_text",
 ]
@@ -45,6 +47,8 @@ MAX_TAG_LENGTH = 200
 MAX_METADATA_BYTES = 16_384
 MAX_METADATA_DEPTH = 8
 MAX_METADATA_KEYS = 256
+# An item's source: the thread it belongs to (a conversation, a session, a task, a loop).
+MAX_SOURCE_CHARS = 200
 _ALLOWED_TYPES = ", ".join(t.value for t in ContextType)
 
 
@@ -174,6 +178,33 @@ def check_text(value: object, *, name: str, max_chars: int = 10_000, empty: bool
     if not empty and not value.strip():
         raise InvalidInput(f"{name} is empty")
     return value
+
+
+def check_source(value: object, *, name: str = "source", empty: bool = True) -> str:
+    """Where an item comes from, which is also its thread: with the same iteration, items
+    of one source stored one after another are neighbours in retrieval. At most
+    :data:`MAX_SOURCE_CHARS` characters, no control characters (as a tag: an identifier
+    people read in lists, not text); ``""`` means none unless ``empty`` is False.
+
+    Raises:
+        InvalidInput: Not a string, too long, blank when ``empty`` is False, or with a
+            control character.
+        InvalidEncoding: Contains a lone surrogate.
+    """
+    source = check_text(value, name=name, max_chars=MAX_SOURCE_CHARS)
+    allowed = f"at most {MAX_SOURCE_CHARS}" if empty else f"1-{MAX_SOURCE_CHARS}"
+    if not empty and not source.strip():
+        raise InvalidInput(
+            f"{name} is blank; it must be {allowed} characters naming the conversation, "
+            f"session or task (or leave {name} out)"
+        )
+    for position, ch in enumerate(source):
+        if unicodedata.category(ch) == "Cc":
+            raise InvalidInput(
+                f"{name} has a control character ({ch!r}) at position {position}; "
+                f"it must be {allowed} printable characters"
+            )
+    return source
 
 
 def check_item_id(value: object, *, name: str = "item_id") -> str:

@@ -19,6 +19,7 @@ from ralph_context import (
     InvalidScore,
     InvalidTags,
     IterationResult,
+    NewItem,
     StoreError,
     Tier,
     UnknownContextType,
@@ -70,6 +71,25 @@ CASES: list[tuple[str, Call, type[InvalidInput], str]] = [
         InvalidInput,
         "lifecycle.max_iteration_step",
     ),
+    (
+        "far-future item",
+        lambda e: e.store("ok", "output", iteration=1_001),
+        InvalidInput,
+        "it must be at most 1000 (lifecycle.max_iteration_step",
+    ),
+    (
+        "far-future item in a batch",
+        lambda e: e.store_many([NewItem("ok", "output"), NewItem("ok", "output", iteration=10**9)]),
+        InvalidInput,
+        "lifecycle.max_iteration_step",
+    ),
+    (
+        "source with a control character",
+        lambda e: e.store("ok", "output", source="conv\x001"),
+        InvalidInput,
+        "source has a control character",
+    ),
+    ("source too long", lambda e: e.store("ok", "output", source="s" * 201), InvalidInput, "200"),
     (
         "metadata too large",
         lambda e: e.store("ok", "output", metadata={"blob": "y" * 20_000}),

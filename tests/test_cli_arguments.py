@@ -76,6 +76,8 @@ DEEP = json.dumps({"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": {"i": 1}}}}}}}
         (["store", "x", "--metadata", "notjson"], "--metadata"),
         (["store", "x", "--metadata", DEEP], "metadata"),
         (["store", "x", "--iteration", "-1"], "--iteration"),
+        (["store", "x", "--thread", "  "], "--thread"),
+        (["store", "x", "--thread", "t" * 201], "--thread"),
         (["forget"], "selector"),
         (["forget", "--older-than", "-3"], "--older-than"),
         (["serve", "--transport", "ftp"], "--transport"),

@@ -36,8 +36,18 @@ class Memory(Protocol):
     async def record(self, result: IterationResult, key: str) -> None: ...
 
     async def remember(
-        self, content: str, kind: ContextType, tags: Sequence[str], key: str
-    ) -> str: ...
+        self,
+        content: str,
+        kind: ContextType,
+        tags: Sequence[str],
+        key: str,
+        *,
+        thread: str | None = None,
+        iteration: int | None = None,
+    ) -> str:
+        """Store ``content`` once per ``key``; ``thread`` and ``iteration`` place it among
+        its neighbours (none: it stands alone, in the latest iteration)."""
+        ...
 
     async def forget(self, item_ids: Sequence[str]) -> None: ...
 
@@ -58,10 +68,24 @@ class _Engine:
         self._check()
         await self.engine.record_iteration(result, idempotency_key=key)
 
-    async def remember(self, content: str, kind: ContextType, tags: Sequence[str], key: str) -> str:
+    async def remember(
+        self,
+        content: str,
+        kind: ContextType,
+        tags: Sequence[str],
+        key: str,
+        *,
+        thread: str | None = None,
+        iteration: int | None = None,
+    ) -> str:
         self._check()
         item = await self.engine.store(
-            content, kind, tags=tags, source="ralph", idempotency_key=key
+            content,
+            kind,
+            tags=tags,
+            source=thread or "",
+            iteration=iteration,
+            idempotency_key=key,
         )
         return str(item.id)
 
@@ -89,13 +113,26 @@ class _Server:
         fields = result.model_dump(mode="json", exclude={"created_at"})
         await self._call("store_iteration_result", {**fields, "idempotency_key": key})
 
-    async def remember(self, content: str, kind: ContextType, tags: Sequence[str], key: str) -> str:
-        arguments = {
+    async def remember(
+        self,
+        content: str,
+        kind: ContextType,
+        tags: Sequence[str],
+        key: str,
+        *,
+        thread: str | None = None,
+        iteration: int | None = None,
+    ) -> str:
+        arguments: dict[str, Any] = {
             "content": content,
             "context_type": kind.value,
             "tags": list(tags),
             "idempotency_key": key,
         }
+        if thread is not None:
+            arguments["thread"] = thread
+        if iteration is not None:
+            arguments["iteration"] = iteration
         return str((await self._call("store_context", arguments))["id"])
 
     async def forget(self, item_ids: Sequence[str]) -> None:

@@ -36,8 +36,9 @@ from ralph_context.ralph_v2 import memories
 from ralph_context.ralph_v2.client import Memory, ReadOnly
 from ralph_context.ralph_v2.payload import WORK_EVENTS, HookPayload
 from ralph_context.ralph_v2.workspace import Event, Workspace
+from ralph_context.validation import MAX_SOURCE_CHARS
 
-__all__ = ["MEMORY_TAG", "LoopState", "Report", "handle"]
+__all__ = ["MEMORY_TAG", "LoopState", "Report", "handle", "loop_thread"]
 
 log = structlog.get_logger("ralph_context.ralph_v2")
 
@@ -166,11 +167,22 @@ async def _record(
         # The iteration row is history; the summary as an item is what later iterations
         # find by meaning (an error is stored as an error item by the record itself).
         report.just_recorded = await memory.remember(
-            result.summary, ContextType.ITERATION, ("ralph-iteration",), f"{key}:summary"
+            result.summary,
+            ContextType.ITERATION,
+            ("ralph-iteration",),
+            f"{key}:summary",
+            thread=loop_thread(payload.loop.id),
+            iteration=number,
         )
     state.recorded, state.events_offset = number, offset
     state.scratchpad_bytes, state.tasks = notes_end, statuses
     return number
+
+
+def loop_thread(loop_id: str) -> str:
+    """The thread of what one loop stores per iteration: loops that share a store number
+    their iterations alike, and one loop's items must not become another's neighbours."""
+    return f"ralph:{loop_id}"[:MAX_SOURCE_CHARS]
 
 
 def _error(failures: list[Event | str], ended: str | None) -> str | None:
@@ -250,6 +262,8 @@ async def _sync(space: Workspace, state: LoopState, memory: Memory, report: Repo
         digest = hashlib.sha256(found.content.encode()).hexdigest()[:12]
         key = f"ralph-mem:{found.id}:{digest}"
         tags = (MEMORY_TAG, found.memory_type, *found.tags)
+        # No thread: memories are lessons that stand alone (as skills do), and the ones
+        # synced together are neighbours only in the file, not in meaning.
         item_id = await memory.remember(found.content, _KINDS[found.memory_type], tags, key)
         if item_id not in synced_before:
             report.synced += 1

@@ -79,6 +79,8 @@ class Stored(BaseModel):
     id: str
     content_type: str
     created_iteration: int
+    # The thread it was stored in ("" for none), under the name items show it by.
+    source: str
     tokens: int
 
     @classmethod
@@ -87,6 +89,7 @@ class Stored(BaseModel):
             id=item.id,
             content_type=item.content_type.value,
             created_iteration=item.created_iteration,
+            source=item.source,
             tokens=item_tokens(item),
         )
 

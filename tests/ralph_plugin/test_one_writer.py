@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import anyio
 import mcp
@@ -52,15 +53,18 @@ def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
         assert [r.tier for r in handle.tiers][1:] == [Tier.SEMANTIC] * 3
         assert FACT in adapter.prompts[3]
 
-        async def stored_by_the_server() -> list[str]:
+        async def stored_by_the_server() -> dict[str, dict[str, Any]]:
             async with mcp.Client(url) as client:
                 answer = await client.call_tool(
                     "get_relevant_context", {"query": "invoice export CSV encoding"}
                 )
                 assert answer.structured_content is not None
-                return [hit["item"]["content"] for hit in answer.structured_content["items"]]
+                items = answer.structured_content["items"]
+                return {hit["item"]["content"]: hit["item"] for hit in items}
 
-        assert FACT in anyio.run(stored_by_the_server)
+        fact = anyio.run(stored_by_the_server)[FACT]
+        # Through the server too, the output is in the hook's thread, at its iteration.
+        assert (fact["source"], fact["created_iteration"]) == ("ralph", 1)
 
         # A command that only reads opens the store read-only beside the server.
         reading = _cli(config, "search", "invoice export CSV encoding", "--json")

@@ -262,7 +262,14 @@ async def test_with_a_server_owning_the_store_the_hook_is_its_client(workspace: 
             answer = await call(
                 client, "get_relevant_context", query="staging database password rotation"
             )
-        assert any("rotates every Monday" in e["item"]["content"] for e in answer["items"])
+        (summary,) = [
+            e["item"] for e in answer["items"] if "rotates every Monday" in e["item"]["content"]
+        ]
+        # Stored through the server in the loop's thread, at the iteration it summarizes.
+        assert (summary["source"], summary["created_iteration"]) == (
+            "ralph:primary-20261125-080000",
+            1,
+        )
         # The iteration a call just recorded is left out of its block (the scratchpad
         # still shows it); the next iteration's block carries it, read through the server.
         _agent_iteration(

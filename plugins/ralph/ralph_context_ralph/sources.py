@@ -68,6 +68,9 @@ class ContextSource(Protocol):
 
 
 OUTPUT_TAG = "iteration-output"
+# The thread an iteration's output is stored in, with the iteration's number, by either
+# source: the items one iteration stores are neighbours in retrieval.
+THREAD = "ralph"
 
 
 class _EngineSession:
@@ -89,7 +92,7 @@ class _EngineSession:
                 ContextType.OUTPUT,
                 tags=(OUTPUT_TAG,),
                 metadata=dict(record.metadata),
-                source="ralph",
+                source=THREAD,
                 iteration=record.result.iteration,
             )
 
@@ -137,6 +140,8 @@ class _ServerSession:
                     "context_type": ContextType.OUTPUT.value,
                     "tags": [OUTPUT_TAG],
                     "metadata": dict(record.metadata),
+                    "thread": THREAD,
+                    "iteration": result.iteration,
                 },
             )
 
