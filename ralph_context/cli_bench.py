@@ -118,6 +118,14 @@ def retrieval(
             "all; 0: none).",
         ),
     ] = None,
+    over_mcp: Annotated[
+        bool,
+        typer.Option(
+            "--over-mcp",
+            help="Also store and ask LoCoMo through a real server over MCP stdio, in threads, "
+            "with defaults: the default_mcp row (minutes more).",
+        ),
+    ] = False,
     log_level: LogOption = None,
 ) -> None:
     """Evidence recall@5/10/25/50 on LoCoMo, recall/MRR on the loop scenarios and top-k on
@@ -149,6 +157,7 @@ def retrieval(
                     progress=start,
                     scenarios=scenarios,
                     paraphrases=paraphrases,
+                    over_mcp=over_mcp,
                 )
             )
         except (LocomoFormatError, RalphContextError) as exc:

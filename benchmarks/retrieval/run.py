@@ -43,6 +43,7 @@ import numpy as np
 
 from benchmarks.retrieval.locomo import CATEGORIES, Conversation, load_conversations
 from benchmarks.retrieval.loop_run import evaluate_scenarios, scenario_markdown
+from benchmarks.retrieval.over_mcp import evaluate_over_mcp
 from benchmarks.retrieval.paraphrase_data import STORES
 from benchmarks.retrieval.paraphrase_run import (
     asked_queries,
@@ -192,11 +193,14 @@ async def evaluate(
     progress: Callable[[int], Tick] | None = None,
     scenarios: int = SCENARIOS_PER_KIND,
     paraphrases: int | None = None,
+    over_mcp: bool = False,
 ) -> dict[str, Any]:
     """Run the benchmark; ``conversations``/``questions`` cap the work (per file / per
     conversation) for quick runs, ``scenarios`` is the loop scenarios' queries per kind (0:
     none), ``paraphrases`` the paraphrase set's answerable and absent queries per project
-    (``None``: all; 0: none). ``progress(total)`` returns a per-question tick."""
+    (``None``: all; 0: none). ``over_mcp`` adds the ``default_mcp`` row: the same turns
+    stored and asked through a real server over MCP stdio, in threads, with defaults
+    (``over_mcp.py``; minutes more). ``progress(total)`` returns a per-question tick."""
     loaded = load_conversations(data)[:conversations]
     model = load_embedder(Settings.load(None).embeddings)  # once, not per store opened
     asked = sum(len(asked_queries(s, paraphrases)) for s in STORES) if paraphrases != 0 else 0
@@ -240,6 +244,11 @@ async def evaluate(
                 "p99": round(float(np.percentile(latencies, 99)), 2),
             },
         }
+    if over_mcp:
+        served_over_mcp = await evaluate_over_mcp(
+            data, conversations=conversations, questions=questions, workdir=workdir
+        )
+        modes |= served_over_mcp["modes"]
     return {
         "modes": modes,
         "scenarios": loop,

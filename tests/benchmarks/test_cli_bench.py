@@ -21,6 +21,9 @@ def test_bench_retrieval_writes_its_files(tmp_path: Path) -> None:
         str(HERE / "tiny_locomo.json"),
         "--scenarios",
         "2",
+        "--paraphrases",
+        "1",
+        "--over-mcp",
         "--out",
         str(tmp_path),
     )
@@ -32,8 +35,19 @@ def test_bench_retrieval_writes_its_files(tmp_path: Path) -> None:
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["questions"] == 5
     assert results["scenarios"]["queries"] == 10  # 2 per kind
+    # What a client gets heads the table; the same through a server over MCP closes it.
+    assert list(results["modes"]) == [
+        "default",
+        "vector",
+        "text",
+        "hybrid",
+        "served",
+        "default_mcp",
+    ]
+    assert (results["paraphrases"]["answerable"], results["paraphrases"]["absent"]) == (6, 6)
     assert "| DRAGON (paper, 10 conv.) |" in done.stderr
     assert "Loop scenarios, 10 queries" in done.stderr
+    assert "Paraphrase set: 6 answerable and 6 absent" in done.stderr
 
 
 @pytest.mark.model

@@ -90,9 +90,10 @@ async def test_run_on_a_tiny_conversation_finds_the_evidence(tmp_path: Path) -> 
         workdir=tmp_path,
         progress=progress,  # type: ignore[arg-type]
         scenarios=0,
+        paraphrases=0,
     )
     assert results["questions"] == 5 and ticks == [5] + [-1] * 5
-    assert results["scenarios"] is None
+    assert results["scenarios"] is None and results["paraphrases"] is None
     assert results["ingest"]["items"] == 8
     for mode in MODES:
         recall = results["modes"][mode]["recall"]
@@ -110,7 +111,7 @@ async def test_run_on_a_tiny_conversation_finds_the_evidence(tmp_path: Path) -> 
     assert results["modes"]["hybrid"]["recall"]["25"]["overall"] == 1.0
     paths = write_outputs(results, tmp_path / "out")
     assert [p.name for p in paths] == ["results.json", "results.md", "recall.png"]
-    assert set(results["modes"]) == {"vector", "text", "hybrid", "served"}
+    assert list(results["modes"]) == ["default", "vector", "text", "hybrid", "served"]
     assert json.loads(paths[0].read_text())["modes"]["hybrid"]["recall"]["5"]["4"] == 1.0
     assert "| DRAGON (paper, 10 conv.) | 0.567 | 0.662 | 0.767 | 0.827 |" in markdown(results)
     assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
