@@ -21,7 +21,8 @@ pytestmark = pytest.mark.parametrize("anyio_backend", ["asyncio"])
 
 QUESTION = "Caroline: What have you been researching lately?"
 # Shares no word with the query below and is only loosely like it (cosine ~0.25): alone it
-# scores under retrieval.min_relevance_score.
+# scores on that meaning only, just over the threshold; in its thread, right after the
+# question, it gets the question's match too.
 ANSWER = "Melanie: Adoption agencies, mostly; we want to grow our family."
 AFTER = "Caroline: I went hiking in the mountains last weekend."
 QUERY = "What has Caroline been researching?"
@@ -82,9 +83,11 @@ async def test_an_answer_stored_after_its_question_in_one_thread_is_found_throug
     assert found["threaded"]["items"][0]["item"]["id"] == ids["threaded"][QUESTION]
     assert threaded["breakdown"]["neighbour"] > 0.4  # the question's match, right before it
     assert (threaded["item"]["source"], threaded["item"]["created_iteration"]) == ("conv-1", 1)
-    # The same turns with no thread: the answer stands alone, under the relevance floor.
+    # The same turns with no thread: the answer stands alone, on its own meaning only.
     assert ids["alone"][QUESTION] in hits["alone"]
-    assert ids["alone"][ANSWER] not in hits["alone"]
+    alone = hits["alone"].get(ids["alone"][ANSWER])
+    assert alone is None or alone["breakdown"]["neighbour"] == 0.0
+    assert alone is None or alone["score"] < threaded["score"] - 0.1
     assert (shown["source"], shown["created_iteration"]) == ("conv-1", 1)
 
 
