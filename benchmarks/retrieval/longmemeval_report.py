@@ -158,6 +158,7 @@ def summarize(runs: Sequence[QuestionRun], *, data: Path, wall_seconds: float) -
                 "turns": r.turns,
                 "ingest_seconds": round(r.ingest_seconds, 2),
                 "default_returned": {str(k): v for k, v in r.returned.items()},
+                "latency_ms": {mode: round(ms, 2) for mode, ms in r.latency_ms.items()},
                 "metrics": r.metrics,
             }
             for r in runs
