@@ -7,8 +7,8 @@ pooled item gets its exact cosine similarity. Candidates less similar than
 ``retrieval.min_similarity`` are not considered. The rest are scored by the relevance formula
 (scoring actor), cut at ``min_score`` and fitted to the token budget.
 
-Text rung (no model, or the semantic rung failed): BM25 alone, as evidence on its absolute scale, in
-place of cosine (the breakdown calls it ``lexical``).
+Text rung (no model, or the semantic rung failed): BM25's evidence alone
+(``scoring.lexical_evidence``) in place of cosine (the breakdown calls it ``lexical``).
 
 On both rungs, the items stored right before and after the best full-text hits (same source
 and iteration) join the pool, and each candidate's best neighbour's match counts towards its

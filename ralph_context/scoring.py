@@ -3,9 +3,12 @@
 relevance = match · recency · feedback · type, each factor from ``scoring`` in ralph.yaml:
 
 - match (0-1), how well the item answers the query. Its own match is
-  ``m = (1 - s)·cosine + s·lexical``: cosine clamped to [0, 1] and the item's BM25 score over
-  the best of the query's full-text half (0 if that half did not find it), ``s`` =
-  ``lexical_share``; on the text tier (no model) BM25 alone. An adjacent item (same source
+  ``m = (1 - w)·S + w·L`` (:func:`own_match`, ``w`` = ``lexical_weight``): ``S`` cosine's
+  evidence (:func:`semantic_evidence`: a logistic curve of the cosine or-ed with one of how
+  far it stands out of the query's candidates), ``L`` BM25's (:func:`lexical_evidence`: its
+  score over the query's best hit plus ``lexical_knee`` rare words' worth; 0 if the
+  full-text half did not find it); ``S`` alone for an archived item (no full-text index),
+  ``L`` alone on the text tier (no model). An adjacent item (same source
   and iteration, stored right before or after it) adds its evidence as a noisy-or:
   ``match = 1 - (1 - m)·(1 - g·n)``, ``n`` the better neighbour's own match, ``g`` =
   ``neighbour_share``. A question's answer is often the turn after it; a failing test's
@@ -22,8 +25,8 @@ Multiplying keeps a strong match on top: the loop's signals order comparably rel
 items (a newer decision over the one it replaced, a helpful tip over an unrated one) but
 cannot lift an unrelated item over a related one, as the former weighted sum did (an item 30
 iterations old lost up to 0.24 to a fresh one, more than most similarity differences). The
-score is capped at 1. The breakdown carries every factor: ``semantic`` (cosine, or
-``lexical`` alone on the text tier), ``lexical``, ``neighbour``, ``match``, ``recency``,
+score is capped at 1. The breakdown carries every factor: ``semantic`` (the cosine, or
+``lexical`` alone on the text tier), ``lexical`` (``L``), ``neighbour``, ``match``, ``recency``,
 ``usefulness`` (the item's score), ``feedback`` and ``type_match`` (the multipliers).
 
 The budget keeps the best items whose estimated tokens fit, skipping (not stopping at) one
@@ -326,7 +329,8 @@ class Candidate:
     item: ContextItem
     similarity: float
     vector: Vectors | None = None
-    # Normalised BM25 (0-1) from the semantic tier's full-text half; None off that tier.
+    # BM25 evidence (lexical_evidence, 0-1) from the semantic tier's full-text half; None off
+    # that tier and for archived items.
     lexical: float | None = None
     # The best own match of an adjacent item (same source and iteration), 0 if none.
     neighbour: float = 0.0

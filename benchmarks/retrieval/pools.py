@@ -31,7 +31,6 @@ from benchmarks.retrieval.run import ingest
 from benchmarks.retrieval.scenarios import generate
 from benchmarks.settings import store_settings
 from ralph_context import ContextType, Engine, Settings
-from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.retrieval import CANDIDATE_FACTOR, LEXICAL_FACTOR, Candidates
 from ralph_context.scoring import SKILL_DECAY_RATIO, Candidate, item_tokens
@@ -151,21 +150,14 @@ async def read_pool(
     )
 
 
-def _loader(model: LocalEmbedder) -> object:
-    def loader(_: EmbeddingsSettings) -> LocalEmbedder:
-        return model
-
-    return loader
-
-
 async def collect_locomo(data: Path, model: LocalEmbedder, workdir: Path) -> list[Pool]:
     """Every LoCoMo question's pool; a conversation is a fold group."""
     pools: list[Pool] = []
     for index, conversation in enumerate(load_conversations(data)):
         settings = open_settings(workdir / f"c{index}")
-        async with Engine(settings, model_loader=_loader(model)) as engine:  # type: ignore[arg-type]
+        async with open_engine(settings, model) as engine:
             await ingest(engine, conversation)
-        async with Engine(settings, model_loader=_loader(model)) as engine:  # type: ignore[arg-type]
+        async with open_engine(settings, model) as engine:
             items = (await engine.stats()).items
             dia: dict[str, str] = {}
             for question in conversation.questions:
@@ -195,7 +187,7 @@ async def collect_scenarios(per_kind: int, model: LocalEmbedder, workdir: Path) 
     pools: list[Pool] = []
     for store in generate(per_kind=per_kind):
         settings = open_settings(workdir / store.kind)
-        async with Engine(settings, model_loader=_loader(model)) as engine:  # type: ignore[arg-type]
+        async with open_engine(settings, model) as engine:
             keys = await fill(engine, store)
             items = (await engine.stats()).items
             for query in store.queries:
@@ -223,7 +215,7 @@ async def collect_paraphrases(
     pools: list[Pool] = []
     for store in stores:
         settings = open_settings(workdir / store.project)
-        async with Engine(settings, model_loader=_loader(model)) as engine:  # type: ignore[arg-type]
+        async with open_engine(settings, model) as engine:
             keys = {key: item_id for item_id, key in (await fill_project(engine, store)).items()}
             items = (await engine.stats()).items
             for query in store.queries:
