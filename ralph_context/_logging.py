@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable, MutableMapping
+from typing import Any
 
 import structlog
 
-__all__ = ["audit_logger", "configure_logging"]
+__all__ = ["audit_logger", "configure_logging", "ensure_logging", "scrub_with"]
 
 LEVEL_ENV = "RALPH_CONTEXT_LOG_LEVEL"
 
@@ -27,6 +29,27 @@ class _Stderr:
 
 STDERR = _Stderr()
 
+# What every string of a log line passes before it is written: the engine's redactor, set
+# when an engine starts (no secret reaches a log, whatever an error message quotes).
+_scrub: Callable[[str], str] | None = None
+
+
+def scrub_with(scrub: Callable[[str], str] | None) -> None:
+    """Pass every string value of every log line through ``scrub`` from now on."""
+    global _scrub
+    _scrub = scrub
+
+
+def _scrubbed(
+    _logger: object, _method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    scrub = _scrub
+    if scrub is not None:
+        for key, value in event.items():
+            if isinstance(value, str):
+                event[key] = scrub(value)
+    return event
+
 
 def configure_logging(level: str | None = None, *, json: bool = False) -> None:
     """Route structlog (and stdlib logging) to stderr at ``level``.
@@ -42,6 +65,7 @@ def configure_logging(level: str | None = None, *, json: bool = False) -> None:
     )
     structlog.configure(
         processors=[
+            _scrubbed,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             renderer,
@@ -53,8 +77,11 @@ def configure_logging(level: str | None = None, *, json: bool = False) -> None:
     logging.basicConfig(stream=STDERR, level=max(numeric, logging.WARNING), force=True)
 
 
-def ensure_logging() -> None:
-    """Configure defaults once if the host application did not configure structlog itself."""
+def ensure_logging(scrub: Callable[[str], str] | None = None) -> None:
+    """Configure defaults once if the host application did not configure structlog itself;
+    with ``scrub``, redact log lines with it (see :func:`scrub_with`)."""
+    if scrub is not None:
+        scrub_with(scrub)
     if not structlog.is_configured():
         configure_logging()
 
@@ -65,6 +92,7 @@ def audit_logger() -> structlog.typing.FilteringBoundLogger:
     logger: structlog.typing.FilteringBoundLogger = structlog.wrap_logger(
         structlog.PrintLogger(file=STDERR),  # type: ignore[arg-type]
         processors=[
+            _scrubbed,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.JSONRenderer(),
         ],

@@ -163,6 +163,9 @@ class Engine(IterationLoop):
         """
         dimension = self._require_embedding_model()
         limit = self.settings.storage.max_content_bytes
+        # Redacted after embedding here (the caller brings the vectors): a bulk load of
+        # benchmark texts, not a loop's output.
+        pairs = [(self.redactor.item(item), vector) for item, vector in pairs]
         for item, vector in pairs:
             check_content(item.content, max_bytes=limit)
             check_tags(item.tags)
@@ -345,7 +348,13 @@ class Engine(IterationLoop):
             ActorUnavailable: The storage actor is down or slower than the timeout.
             StoreError: The function failed for a reason other than our typed errors.
         """
-        return await self._require_storage().in_packs(function)
+        redact = self.redactor.clean
+
+        def redacting(space: PackSpace) -> T:
+            space.redact = redact  # pack tables redact the text columns they write
+            return function(space)
+
+        return await self._require_storage().in_packs(redacting)
 
     async def embed(self, texts: Sequence[str]) -> list[Vectors | None]:
         """One vector per text with the engine's model; ``None`` where the model is

@@ -85,6 +85,7 @@ class IterationLoop(EngineWiring):
         for name, values in (("tool_calls", result.tool_calls), ("artifacts", result.artifacts)):
             for value in values:
                 check_text(value, name=name)
+        result = self.redactor.iteration(result)
         key = None
         if idempotency_key is not None:
             key = check_item_id(idempotency_key, name="idempotency_key")
@@ -259,7 +260,7 @@ class IterationLoop(EngineWiring):
         if not isinstance(helpful, bool):
             raise InvalidInput(f"helpful must be true or false, got {helpful!r}")
         if reason is not None:
-            check_text(reason, name="reason", max_chars=2_000)
+            reason = self.redactor.clean(check_text(reason, name="reason", max_chars=2_000))
         delta = HELPFUL_DELTA if helpful else UNHELPFUL_DELTA
         score = await self._require_storage().adjust_usefulness(target, delta)
         if self._skillbook is not None:

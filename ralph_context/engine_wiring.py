@@ -9,8 +9,8 @@ built items, the background backfill, the skillbook sync).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Literal, Self
 
@@ -32,6 +32,7 @@ from ralph_context.errors import (
 )
 from ralph_context.models import ContextItem, Tier
 from ralph_context.observed import Observations
+from ralph_context.privacy import Redactor, counted
 from ralph_context.retrieval import Retriever
 from ralph_context.runtime import Foreground, HealthSnapshot, Supervisor
 from ralph_context.runtime.heap import release_heap, settle_heap
@@ -66,6 +67,10 @@ class EngineHealth:
     # Items stored without a vector, awaiting a backfill (None: the store is not open, or
     # is read beside another process's writer).
     without_vector: int | None = None
+    # Whether stored texts are redacted (off only by ``redaction.enabled: false``), and the
+    # secrets replaced since start, by kind.
+    redaction: bool = True
+    redacted: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -115,9 +120,12 @@ class EngineWiring:
         self._foreground = Foreground()
         # Latencies, tiers, lifecycle passes and feedback since start (the console shows them).
         self.observed = Observations()
+        # Every text stored passes it first (ralph_context.privacy): before embedding, before
+        # the store's files and the logs.
+        self.redactor = Redactor(self.settings.redaction)
 
     async def __aenter__(self) -> Self:
-        ensure_logging()
+        ensure_logging(scrub=self.redactor.clean)
         supervisor = Supervisor()
         await supervisor.__aenter__()
         self._supervisor = supervisor
@@ -187,6 +195,7 @@ class EngineWiring:
             clock=lambda: self._iteration,
             foreground=self._foreground,
             observed=self.observed,
+            redactor=self.redactor,
         )
         await supervisor.start(lifecycle)
         self._lifecycle = lifecycle
@@ -203,7 +212,11 @@ class EngineWiring:
         await self._backfill()
         if settings.skillbook.enabled:
             self._skillbook = SkillbookSync(
-                settings.skillbook_path(), storage, self._embed_documents, lambda: self._iteration
+                settings.skillbook_path(),
+                storage,
+                self._embed_documents,
+                lambda: self._iteration,
+                redact=self.redactor.item,
             )
             await self._sync_skillbook()
 
@@ -257,6 +270,8 @@ class EngineWiring:
             store=location,
             not_configured=unused,
             without_vector=self._storage.without_vector if self._storage is not None else None,
+            redaction=self.redactor.enabled,
+            redacted=counted(self.redactor.counts),
         )
 
     @property
@@ -290,12 +305,14 @@ class EngineWiring:
         return self.settings.embeddings.timeout_seconds
 
     def _build_item(self, entry: NewItem) -> ContextItem:
-        return build_item(
+        """The item ``entry`` describes, checked, with its secrets redacted."""
+        built = build_item(
             entry,
             max_bytes=self.settings.storage.max_content_bytes,
             iteration=self._iteration,
             max_step=self.settings.lifecycle.max_iteration_step,
         )
+        return self.redactor.item(built)
 
     async def _persist(self, items: list[ContextItem]) -> list[ContextItem]:
         """Embed (where the model can) and store built items in one write; returns them as

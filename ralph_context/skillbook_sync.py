@@ -46,12 +46,19 @@ class SkillbookSync:
     """Syncs one skillbook file into the store through the storage actor."""
 
     def __init__(
-        self, path: Path, storage: StorageActor, embed: Embed, clock: Callable[[], int]
+        self,
+        path: Path,
+        storage: StorageActor,
+        embed: Embed,
+        clock: Callable[[], int],
+        redact: Callable[[ContextItem], ContextItem] = lambda item: item,
     ) -> None:
         self.path = path
         self.storage = storage
         self.embed = embed
         self.clock = clock
+        # A skill file is text like any other: its secrets are redacted before storing.
+        self.redact = redact
         self._synced: FileSignature | None = None
 
     def due(self) -> bool:
@@ -106,6 +113,9 @@ class SkillbookSync:
         self._synced = signature(self.path)
 
     def _item(self, skill: Skill) -> ContextItem:
+        return self.redact(self._as_item(skill))
+
+    def _as_item(self, skill: Skill) -> ContextItem:
         return ContextItem(
             id=f"{ITEM_PREFIX}{skill.id}",
             content=skill.text,

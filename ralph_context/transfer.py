@@ -112,15 +112,22 @@ async def import_store(
         kind = record.get("kind")
         try:
             if kind in ("item", "archived"):
-                item = _checked(ContextItem.model_validate(record["item"]), limit)
-                vector = _usable(record.get("vector"), storage.dimension) if same_model else None
+                given = _checked(ContextItem.model_validate(record["item"]), limit)
+                item = engine.redactor.item(given)
+                # A vector made from a secret is not kept: the redacted text is embedded.
+                vector = (
+                    _usable(record.get("vector"), storage.dimension)
+                    if same_model and item.content == given.content
+                    else None
+                )
                 pending.append((item, vector, kind == "archived"))
                 if len(pending) >= _CHUNK:
                     await _store_chunk(engine, pending, report)
                     pending = []
                     _tick(progress, report)
             elif kind == "iteration":
-                await storage.add_iteration(IterationResult.model_validate(record["iteration"]))
+                result = IterationResult.model_validate(record["iteration"])
+                await storage.add_iteration(engine.redactor.iteration(result))
                 report.iterations += 1
             else:
                 raise InvalidInput(f"unknown kind {kind!r}")

@@ -31,6 +31,7 @@ from ralph_context.lifecycle.policy import (
 from ralph_context.lifecycle.summarize import worth_summarizing
 from ralph_context.models import ContextState
 from ralph_context.observed import Observations, PassRecord
+from ralph_context.privacy import Redactor
 from ralph_context.runtime import Actor, Envelope, Foreground
 from ralph_context.storage.filters import DueFilter
 from ralph_context.storage.store_upkeep import ANOTHER_REPLICA
@@ -132,8 +133,11 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
         clock: Callable[[], int],
         foreground: Foreground | None = None,
         observed: Observations | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         super().__init__("lifecycle", inbox_size=64, max_batch=64)
+        # A summary is new text (a model may write it): redacted like any stored text.
+        self.redactor = redactor or Redactor(settings.redaction)
         self.observed = observed
         self.settings = settings
         self.storage = storage
@@ -300,7 +304,7 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
             for item in items:
                 if worth_summarizing(item.content):
                     await self.foreground.quiet(at_most=_MAX_REST)
-                    summary = await summarizer.summary(item)
+                    summary = self.redactor.clean(await summarizer.summary(item))
                     if len(summary) < len(item.content):
                         summaries[item.id] = summary
                         saved += len(item.content) - len(summary)

@@ -27,6 +27,7 @@ from ralph_context.config.loading import (
 from ralph_context.config.packs import PacksSettings
 from ralph_context.config.presets import PRESETS, Preset
 from ralph_context.config.prompts import PromptSpec
+from ralph_context.config.redaction import RedactionSettings
 from ralph_context.config.retrieval import RetrievalSettings, ScoringSettings
 from ralph_context.config.section import definition_error, xdg
 from ralph_context.config.server import ServerSettings
@@ -59,6 +60,7 @@ class Settings(BaseSettings):
     scoring: ScoringSettings = ScoringSettings()
     packs: PacksSettings = PacksSettings()
     inference: InferenceSettings = InferenceSettings()
+    redaction: RedactionSettings = RedactionSettings()
     prompts: tuple[PromptSpec, ...] = ()
 
     _root: Path = PrivateAttr(default_factory=Path.cwd)
@@ -74,6 +76,7 @@ class Settings(BaseSettings):
         "scoring",
         "packs",
         "inference",
+        "redaction",
     )
 
     @field_validator("prompts")

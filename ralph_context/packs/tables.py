@@ -8,7 +8,7 @@ typed reaches LanceDB raw.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,6 +51,14 @@ def vector_field(dimension: int) -> pa.Field:
     return pa.field("vector", pa.list_(pa.float32(), dimension), nullable=True)
 
 
+def _redact_value(redact: Callable[[str], str], value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+        return [redact(v) for v in value]
+    return value
+
+
 def now() -> datetime:
     return datetime.now(UTC)
 
@@ -74,6 +82,7 @@ class PackTable:
         indexes: Sequence[tuple[str, IndexConfig]] = (),
     ) -> None:
         self.name = name
+        self.space = space
         self.table = space.db.create_table(name, schema=schema, exist_ok=True)
         _check_vector_width(self.table.schema, schema, name)
         built = {tuple(index.columns) for index in self.table.list_indices()}
@@ -94,7 +103,7 @@ class PackTable:
     def upsert(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert rows, replacing those whose id exists, in one write."""
         if rows:
-            data = pa.Table.from_pylist(list(rows), schema=self.table.schema)
+            data = pa.Table.from_pylist(self._redacted(rows), schema=self.table.schema)
             builder = self.table.merge_insert("id")
             builder = builder.when_matched_update_all().when_not_matched_insert_all()
             # A row written while the model was down has a null vector, which merge_insert
@@ -105,13 +114,24 @@ class PackTable:
     def add(self, rows: Sequence[dict[str, Any]]) -> None:
         """Append rows in one write (for logs whose rows are never replaced)."""
         if rows:
-            self.table.add(pa.Table.from_pylist(list(rows), schema=self.table.schema))
+            self.table.add(pa.Table.from_pylist(self._redacted(rows), schema=self.table.schema))
             self._wrote()
 
     def update(self, condition: str, values: dict[str, Any]) -> None:
         """Set columns on the rows matching ``condition`` (from :func:`where`), one write."""
-        self.table.update(where=condition, values=values)
+        self.table.update(where=condition, values=self._redacted([values])[0])
         self._wrote()
+
+    def _redacted(self, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows with secrets redacted from their texts (ids and vectors are not text)."""
+        redact = self.space.redact
+        return [
+            {
+                key: value if key == "id" else _redact_value(redact, value)
+                for key, value in row.items()
+            }
+            for row in rows
+        ]
 
     def get(self, row_id: str, columns: Sequence[str] | None = None) -> dict[str, Any] | None:
         rows = self.rows(equals("id", row_id), limit=1, columns=columns)

@@ -12,6 +12,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from ralph_context.errors import InvalidInput, ItemNotFound, RalphContextError
+from ralph_context.privacy import counted
 from ralph_context.server.schemas import ContextStats, Skills
 from ralph_context.toolkit import EngineHolder
 
@@ -28,11 +29,13 @@ def register_resources(server: MCPServer, holder: EngineHolder) -> None:
     @server.resource("context://stats", name="stats", mime_type=JSON)
     async def stats() -> str:
         """Counts by type and state, size, index and model (as get_context_stats)."""
+        engine = holder.get()
         try:
-            found = await holder.get().stats()
+            found = await engine.stats()
         except RalphContextError as exc:
             raise ResourceError(str(exc)) from exc
-        return ContextStats.of(found, settings).model_dump_json(indent=2)
+        redacted = counted(engine.redactor.counts)
+        return ContextStats.of(found, settings, redacted=redacted).model_dump_json(indent=2)
 
     @server.resource("context://skills", name="skills", mime_type=JSON)
     async def skills() -> str:

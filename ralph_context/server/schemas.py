@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ralph_context import namespaces
 from ralph_context.actors.lifecycle import LifecycleReport
@@ -184,9 +185,13 @@ class ContextStats(BaseModel):
     dimension: int
     namespace: str
     namespaces: list[NamespaceEntry]
+    # Secrets replaced by the redactor since this server started, by kind.
+    redacted: dict[str, int] = Field(default_factory=dict)
 
     @classmethod
-    def of(cls, stats: StoreStats, settings: Settings) -> ContextStats:
+    def of(
+        cls, stats: StoreStats, settings: Settings, *, redacted: Mapping[str, int] | None = None
+    ) -> ContextStats:
         """``stats`` of the namespace ``settings`` name, with every namespace of its store."""
         here = settings.storage.namespace
         if settings.is_ephemeral:
@@ -202,6 +207,7 @@ class ContextStats(BaseModel):
             max_size_mb=settings.storage.max_size_mb,
             namespace=here,
             namespaces=entries,
+            redacted=dict(redacted or {}),
         )
 
 
@@ -231,6 +237,10 @@ class HealthReport(BaseModel):
     # Items stored without a vector (the model did not answer in time), until a backfill
     # gives them one; full-text search finds them meanwhile. None when not counted here.
     without_vector: int | None = None
+    # "off" only when redaction.enabled is false in the configuration: secrets are stored.
+    redaction: Literal["on", "off"] = "on"
+    # Secrets replaced since start, by kind.
+    redacted: dict[str, int] = Field(default_factory=dict)
 
     @classmethod
     def of(
@@ -259,4 +269,6 @@ class HealthReport(BaseModel):
             current_iteration=current_iteration,
             version=version,
             without_vector=health.without_vector,
+            redaction="on" if health.redaction else "off",
+            redacted=dict(health.redacted),
         )

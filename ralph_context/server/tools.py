@@ -25,6 +25,7 @@ from ralph_context.models import (
     ContextType,
     IterationResult,
 )
+from ralph_context.privacy import counted
 from ralph_context.server.schemas import (
     ContextAnswer,
     ContextStats,
@@ -337,8 +338,9 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     @server.tool(annotations=READ)
     async def get_context_stats() -> ContextStats:
         """Counts by type and state, archive size, disk use, index and model."""
-        stats = await holder.get().stats()
-        return ContextStats.of(stats, settings)
+        engine = holder.get()
+        stats = await engine.stats()
+        return ContextStats.of(stats, settings, redacted=counted(engine.redactor.counts))
 
     @server.tool(annotations=READ)
     async def health_check() -> HealthReport:

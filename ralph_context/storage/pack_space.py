@@ -17,6 +17,10 @@ __all__ = ["PackSpace"]
 T = TypeVar("T")
 
 
+def _unchanged(text: str) -> str:
+    return text
+
+
 class PackSpace:
     """The connection plus each pack's opened tables (opened once per store, then reused).
 
@@ -28,6 +32,8 @@ class PackSpace:
     def __init__(self, db: Any, dimension: int) -> None:
         self.db = db
         self.dimension = dimension
+        # What every text a pack writes passes first (the engine sets its redactor here).
+        self.redact: Callable[[str], str] = _unchanged
         self._opened: dict[str, object] = {}
 
     def tables(self, name: str, factory: Callable[[PackSpace], T]) -> T:
