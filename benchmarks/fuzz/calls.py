@@ -52,6 +52,27 @@ _NASTY_STRINGS = [
     "x" * 70_000,
     "{{query}}",
 ]
+# Secret-shaped values the redactor rewrites (made up): mixed into any text argument, they
+# must neither crash a tool nor change what it refuses.
+_SECRET_SHAPES = [
+    "AKIAZ7Q2MX4LP9RT3VWE",
+    "ghp_Qm7Lx2Rt9Vb4Nc8Wd3Yf6Hg1Jk5Pz0As2Df4",
+    "sk-ant-api03-Zq9Xw8Ev7Rb6Tn5Ym4Ul3Ik2Oj1Ph0AgSfDeCvBnMzLxKqJwHe-AA",
+    "xoxp-1234567890-0987654321-Ab12Cd34Ef56Gh78Ij90",
+    "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oQ==\n",
+    "postgres://u:p%40ss@h/db",
+    "PASSWORD=",
+    "token: ",
+    "<private>",
+    "</private><private>",
+    "[REDACTED:github_token]",
+]
+_secretish = st.builds(
+    lambda before, secret, after: before + secret + after,
+    st.text(max_size=20),
+    st.sampled_from(_SECRET_SHAPES),
+    st.text(max_size=20),
+)
 # Seconds a call may take before it counts as unanswered.
 ANSWER_WITHIN = 60
 # Strings any text argument may hold: they must reach the tool and stay text.
@@ -114,7 +135,7 @@ def _plausible(schema: dict[str, Any], defs: dict[str, Any], edge: bool, depth: 
     if kind == "string":
         longest = schema.get("maxLength", 80)
         text = st.text(min_size=schema.get("minLength", 0), max_size=min(longest, 80))
-        return st.one_of(text, st.sampled_from(_NASTY_STRINGS if edge else _INJECTIONS))
+        return st.one_of(text, st.sampled_from(_NASTY_STRINGS if edge else _INJECTIONS), _secretish)
     if kind == "array" and depth < 3:
         items = _plausible(schema.get("items", {}), defs, edge, depth + 1)
         low = schema.get("minItems", 0)

@@ -135,7 +135,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     # curl/wget basic credentials: -u user:password, --user user:password.
     _rule(
         "password",
-        r"(?<![\w-])(?:-u|--user|--proxy-user)[ =][\"']?[^\s:\"']{1,128}:(?P<secret>[^\s\"']{1,256})",
+        r"(?<![\w-])(?:-u|--user|--proxy-user)[ =][\"']?[^\s:\"']{1,128}:"
+        r"(?P<secret>[^\s\"']{1,256})",
         "-u",
         "--user",
         "--proxy-user",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ralph_context.config.redaction import RedactionSettings
+from ralph_context.models import JsonValue
 from ralph_context.privacy import MARK, Redactor
 from tests.privacy.secrets import IN_CONTEXT, LOOK_ALIKES, SECRETS
 
@@ -50,7 +51,7 @@ def test_a_cut_off_private_key_loses_its_whole_body() -> None:
 
 
 def test_metadata_values_under_secret_keys_are_replaced_and_numbers_kept() -> None:
-    value = {
+    value: JsonValue = {
         "password": "hunter2x",
         "max_tokens": 1200,
         "nested": [{"api_key": "abcd1234efgh"}],
@@ -70,7 +71,7 @@ def test_extra_patterns_add_kinds_and_allow_keeps_values() -> None:
     redactor = Redactor(
         RedactionSettings(
             extra_patterns={"ticket_secret": r"tks_[a-z0-9]{12}"},
-            allow=[r"^AKIAQ3EGRT7KZP2XN4WB$"],
+            allow=(r"^AKIAQ3EGRT7KZP2XN4WB$",),
         )
     )
     text = f"tks_abcdef123456 and {SECRETS['aws_access_key_id']} and {SECRETS['npm_token']}"

@@ -3,9 +3,7 @@ looked for in the answers, the store's files, an export and the server's log."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import anyio
 import mcp
@@ -115,9 +113,7 @@ async def test_no_secret_written_over_mcp_reaches_answers_files_export_or_log(
     assert stats["redacted"]["github_token"] >= 1
     assert health["redaction"] == "on" and health["redacted"]["stripe_key"] >= 1
     export = tmp_path / "export.jsonl"
-    subprocess.run(
-        [*CLI, "export", str(export)], env=environment(config), check=True, capture_output=True
-    )
+    await anyio.run_process([*CLI, "export", str(export)], env=environment(config))
     exported = export.read_text(encoding="utf-8")
     assert CONTROL in exported and files_holding(store, CONTROL), "the search must see text"
     for path, secret in carried.items():
@@ -125,8 +121,6 @@ async def test_no_secret_written_over_mcp_reaches_answers_files_export_or_log(
         assert secret not in exported, path
         assert not files_holding(store, secret), path
         assert secret not in log, path
-
-
 
 
 def test_the_fine_grained_github_token_is_one_kind_not_a_password() -> None:

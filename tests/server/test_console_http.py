@@ -320,3 +320,22 @@ async def test_the_items_page_filters_by_any_of_several_tags(
     assert ids["pick-a"] in page.text and ids["pick-b"] in page.text
     assert ids["pick-c"] not in page.text
     assert "items 1-2 of 2" in page.text
+
+
+async def test_the_item_page_marks_where_a_secret_was_redacted_and_health_counts_it(
+    open_server: tuple[str, Path],
+) -> None:
+    url, _config = open_server
+    token = "ghp_" + "Zr4Tq8Wm2Xn6Yp0Vb3Lc7Kd1Jf5Hg9Sa2Qe4"
+    (item,) = await store(url, [(f"git push failed with <b>{token}</b> as the token", "error")])
+    async with httpx.AsyncClient() as http:
+        page = (await http.get(console_url(url) + f"/items/{item}", follow_redirects=True)).text
+        health = (await http.get(console_url(url) + "/health", follow_redirects=True)).text
+    assert token not in page
+    # Highlighted, and what was around it still escaped.
+    assert (
+        '&lt;b&gt;<mark class="redacted" title="a secret was redacted here">'
+        "[REDACTED:github_token]</mark>&lt;/b&gt;" in page
+    )
+    assert 'data-testid="redacted">github_token (secrets replaced' in page
+    assert 'data-testid="redacted"' in health and "github_token" in health

@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
 from starlette.responses import HTMLResponse
+
+from ralph_context.privacy import MARK
 
 __all__ = ["HEADERS", "Renderer"]
 
@@ -65,6 +68,28 @@ def _short(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def _marked(text: str) -> Markup:
+    """``text`` escaped, with each ``[REDACTED:<kind>]`` the redactor left highlighted, so
+    the item page shows where a secret was taken out."""
+    parts: list[str] = []
+    last = 0
+    for found in MARK.finditer(text):
+        parts.append(str(escape(text[last : found.start()])))
+        shown = escape(found.group(0))
+        parts.append(f'<mark class="redacted" title="a secret was redacted here">{shown}</mark>')
+        last = found.end()
+    parts.append(str(escape(text[last:])))
+    return Markup("".join(parts))
+
+
+def _redactions(text: str) -> dict[str, int]:
+    """How many secrets of each kind were redacted from ``text``."""
+    counts: dict[str, int] = {}
+    for found in MARK.finditer(text):
+        counts[found.group(1)] = counts.get(found.group(1), 0) + 1
+    return counts
+
+
 def _pretty(value: object) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
@@ -80,7 +105,15 @@ class Renderer:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.env.filters.update(ago=_ago, size=_size, bar=_bar, short=_short, pretty=_pretty)
+        self.env.filters.update(
+            ago=_ago,
+            size=_size,
+            bar=_bar,
+            short=_short,
+            pretty=_pretty,
+            marked=_marked,
+            redactions=_redactions,
+        )
 
     def page(
         self,
