@@ -5,7 +5,7 @@ Logs go to stderr. Errors print one readable message and exit non-zero (2 for ba
 configuration, 1 for everything else) without touching the store.
 
 This module composes the command groups, each in its own module: ``cli_items`` (store,
-search, forget, demo), ``cli_store`` (stats, health, export, import, reindex), ``cli_serve``
+search, forget, demo), ``cli_store`` (stats, health, export, import, reindex, redact), ``cli_serve``
 (serve, console, init, ralph run), ``cli_model``, ``cli_bench``, ``cli_studio``, ``cli_access``
 (token, namespaces) and ``cli_hook``. They share ``cli_app`` (the Typer app and common
 options), ``cli_output`` (settings, errors, printing) and ``cli_engine`` (the engine).
@@ -26,7 +26,7 @@ from ralph_context.cli_items import demo, forget, search, store
 from ralph_context.cli_model import model_app
 from ralph_context.cli_output import out
 from ralph_context.cli_serve import console, init, ralph_app, serve
-from ralph_context.cli_store import export_, health, import_, reindex, stats
+from ralph_context.cli_store import export_, health, import_, redact, reindex, stats
 from ralph_context.cli_studio import studio_app
 
 __all__ = ["app", "main"]
@@ -47,6 +47,7 @@ app.command("import")(import_)
 app.command("stats")(stats)
 app.command("health")(health)
 app.command("reindex")(reindex)
+app.command("redact")(redact)
 app.command("demo")(demo)
 app.command("serve")(serve)
 app.command("console")(console)

@@ -1,5 +1,6 @@
-"""``ralph-context stats``, ``health``, ``export``, ``import`` and ``reindex``: the store as a
-whole (what it holds, whether it serves, backups and moves, a new embedding model).
+"""``ralph-context stats``, ``health``, ``export``, ``import``, ``reindex`` and ``redact``:
+the store as a whole (what it holds, whether it serves, backups and moves, a new embedding
+model, secrets stored before redaction).
 
 ``stats``, ``health`` and ``export`` only read: beside a running server (which holds the
 writer lock) they open the store read-only.
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from ralph_context.storage.lance_store import StoreStats
     from ralph_context.transfer import TransferReport
 
-__all__ = ["export_", "health", "import_", "reindex", "stats"]
+__all__ = ["export_", "health", "import_", "redact", "reindex", "stats"]
 
 
 def _stats_payload(stats: StoreStats) -> dict[str, Any]:
@@ -192,3 +193,51 @@ def reindex(config: ConfigOption = None, log_level: LogOption = None) -> None:
     except RalphContextError as exc:
         raise fail(str(exc), 1) from None
     out.print(f"re-embedded {count} item(s) with {embedder.model_id}", highlight=False)
+
+
+def redact(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would change; write nothing.")
+    ] = False,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+    log_level: LogOption = None,
+) -> None:
+    """Redact the secrets a store already holds (written before redaction, or with other
+    rules): items, archived items and originals, iteration records and the packs' tables
+    are rewritten with the current rules, then the old versions are dropped from disk."""
+    from ralph_context.redact_pass import redact_store
+
+    settings = load_settings(config, log_level)
+
+    async def work() -> dict[str, Any]:
+        async with engine_for(settings) as engine:
+            report = await redact_store(engine, dry_run=dry_run)
+        return {
+            "dry_run": report.dry_run,
+            "items": report.items,
+            "archived": report.archived,
+            "originals": report.originals,
+            "iterations": report.iterations,
+            "pack_rows": report.pack_rows,
+            "redacted": dict(report.kinds.most_common()),
+        }
+
+    payload = run(work)
+    if as_json:
+        emit_json(payload)
+        return
+    verb = "would rewrite" if dry_run else "rewrote"
+    parts = ", ".join(
+        f"{payload[key]} {label}"
+        for key, label in (
+            ("items", "item(s)"),
+            ("archived", "archived item(s)"),
+            ("originals", "original(s)"),
+            ("iterations", "iteration record(s)"),
+            ("pack_rows", "pack row(s)"),
+        )
+    )
+    out.print(f"{verb} {parts}", highlight=False)
+    for kind, count in payload["redacted"].items():
+        out.print(f"  {kind}: {count}", highlight=False)

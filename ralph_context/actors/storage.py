@@ -42,6 +42,7 @@ from ralph_context.actors.storage_requests import (
     Prune,
     PutRequestKey,
     RepairVectorIndex,
+    Rewrite,
     SetState,
     SetVectors,
     StorageRequest,
@@ -56,6 +57,7 @@ from ralph_context.object_location import Location
 from ralph_context.runtime import Envelope, Foreground, PermanentFailure
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.rewrite import rewrite_rows
 from ralph_context.storage.upkeep_worker import at_normal_priority, hurried_when
 
 __all__ = [
@@ -260,6 +262,9 @@ class StorageActor(StorageReads, StorageWrites):
             case Prune(hot, archived):
                 self._writes += 2
                 return await self._run(self.store.prune, list(hot), list(archived))
+            case Rewrite(hot, archived):
+                self._writes += 2
+                return await self._run(rewrite_rows, self.store, hot, archived)
             case InPacks(function):
                 return await self._in_packs(function)
             case AddItems(pairs):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem, ContextState, IterationResult
 from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.rewrite import Rewritten
 
 VectorHit = tuple[ContextItem, float, Vectors]
 TextHit = tuple[ContextItem, float, Vectors | None]
@@ -95,6 +96,14 @@ class RepairVectorIndex:
 
 
 @dataclass(frozen=True)
+class Rewrite:
+    """Rows rewritten in place (see ``storage/rewrite.py``)."""
+
+    hot: tuple[tuple[ContextItem, Vectors | None], ...]
+    archived: tuple[Rewritten, ...]
+
+
+@dataclass(frozen=True)
 class InPacks:
     """Run a tool pack's blocking function on its tables (see ``storage/pack_space.py``)."""
 
@@ -116,5 +125,6 @@ StorageRequest = (
     | Prune
     | RepairVectorIndex
     | SetVectors
+    | Rewrite
     | InPacks
 )

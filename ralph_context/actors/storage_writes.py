@@ -23,6 +23,7 @@ from ralph_context.actors.storage_requests import (
     Maintain,
     Prune,
     PutRequestKey,
+    Rewrite,
     SetState,
     SetVectors,
     StorageRequest,
@@ -33,6 +34,7 @@ from ralph_context.models import ContextItem, ContextState, IterationResult
 from ralph_context.runtime import Actor, ActorState
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.rewrite import Rewritten
 
 T = TypeVar("T")
 
@@ -120,6 +122,13 @@ class StorageWrites(Actor[StorageRequest, object]):
 
     async def set_vectors(self, vectors: dict[str, Vectors]) -> int:
         return cast(int, await self.call(SetVectors(vectors), timeout=self.timeout))
+
+    async def rewrite(
+        self, hot: Sequence[tuple[ContextItem, Vectors | None]], archived: Sequence[Rewritten]
+    ) -> int:
+        """Rewrite rows in place (``storage/rewrite.py``); returns rows written."""
+        reply = await self.call(Rewrite(tuple(hot), tuple(archived)), timeout=self.timeout * 10)
+        return cast(int, reply)
 
     async def in_packs(self, function: Callable[[PackSpace], T]) -> T:
         return cast(T, await self.call(InPacks(function), timeout=self.timeout))

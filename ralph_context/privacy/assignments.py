@@ -26,6 +26,7 @@ __all__ = [
     "Assignment",
     "ascii_lower",
     "assignments",
+    "is_placeholder",
     "kind_of_name",
     "secret_name",
     "secret_value",
@@ -55,7 +56,7 @@ _QUOTED = r"(?P<quote>\\?[\"'])(?P<quoted>(?:(?!(?P=quote))[^\n]){0,512}?)(?P=qu
 _BARE = r"(?P<bare>[^\s\"'`,;{}\[\]()<>]{1,512})"
 # After the name: a closing quote of a JSON/YAML key, the operator, then the value.
 _ASSIGNED = re.compile(
-    r"(?P<close>\\?[\"']?)[ \t]*(?P<op>:=|=>|=|:)[ \t]*(?:" + _QUOTED + "|" + _BARE + ")"
+    r"(?P<close>\\?[\"']?)[ \t]*(?P<op>:=|=>|==?|:)[ \t]*(?:" + _QUOTED + "|" + _BARE + ")"
 )
 # A command-line flag and its value: --password hunter2.
 _FLAG_VALUE = re.compile(r"[ \t]+(?:" + _QUOTED + "|" + _BARE + ")")
@@ -68,8 +69,29 @@ _NOT_THE_SECRET = frozenset(
     "size location provider providers required enabled rotation version label store manager "
     "helper source prefix pattern patterns regex rule rules usage used per estimate encoder "
     "index position ref refs arn key_id valid invalid length_min length_max mode strength "
-    "lifetime timeout scope scopes audience issuer method methods".split()
+    "lifetime timeout scope scopes audience issuer method methods text node nodes stream "
+    "list set sets map string str class cls obj tree info num number start end pos offset "
+    "span spans line lines range char chars word words table reader writer parser lexer "
+    "buffer code prompt prompts input output kwargs args".split()
 )
+# Values that stand in for a secret in docs and tests: no secret to protect, a memory to keep.
+DUMMIES = frozenset(
+    "password passwd pass pwd secret token apikey api_key key changeme test testing dummy "
+    "fake example sample foo bar baz qux placeholder redacted hidden masked mypassword "
+    "yourpassword mysecret yoursecret mytoken yourtoken xxx".split()
+)
+# A value that is itself a name of a secret (NextToken, PUBLIC_KEY_OR_PASSWORD,
+# client_credentials): an enum or a field name in code and API models, not a secret.
+_NAME_PARTS = frozenset(
+    "password passwords passwd pwd passphrase secret secrets token tokens key keys "
+    "credential credentials apikey".split()
+)
+_NAME_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+# The shortest literal taken for a secret: shorter values are flags, letters, markers.
+_MIN_VALUE = 4
+# After a bare value, these mean code: a parameter's annotation (token: Token) or default,
+# an argument passed on (password=password), a union (str | None).
+_CODE_AFTER = re.compile(r"[ \t]*(?:[),\]|]|=(?!=))")
 _NUMERIC_NAME_WORDS = ("token", "tokens")
 _TYPE_WORDS = frozenset(
     "str string int bytes bool boolean any optional none null nil undefined true false yes "
@@ -79,6 +101,10 @@ _TYPE_WORDS = frozenset(
 _PLACEHOLDER = re.compile(
     r"^(?:[\$%]|\{\{|<.*>$|\[REDACTED|[*xX.#•\-_]+$)|\.\.\.|…|your[_\-]|_here$|^(?:changeme|todo|tbd)$",
     re.IGNORECASE,
+)
+# A file's path (GOOGLE_APPLICATION_CREDENTIALS=/app/key.json): where a secret is, not it.
+_PATH = re.compile(
+    r"^(?:~?/|\.{1,2}/|[A-Za-z]:\\)|^[\w.\-]+/[\w./\-]*\.(?:json|pem|key|ya?ml|txt|env|p12|crt)$"
 )
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _NUMBER = re.compile(r"^[+\-]?(?:\d+\.?\d*|\.\d+)(?:e[+\-]?\d+)?[a-z%]{0,3}$", re.IGNORECASE)
@@ -127,10 +153,24 @@ def secret_name(name: str, word_start: int, word_end: int) -> bool:
     return not words & _NOT_THE_SECRET
 
 
+def is_placeholder(value: str) -> bool:
+    """A value that stands in for a secret: a reference, a template, a dummy word."""
+    text = value.strip()
+    lowered = text.lower()
+    return (
+        not text
+        or lowered in _TYPE_WORDS
+        or lowered in DUMMIES
+        or _PLACEHOLDER.search(text) is not None
+    )
+
+
 def secret_value(value: str, *, word: str, op: str, quoted: bool, spaced: bool) -> bool:
     """Whether ``value``, assigned to a secret name, is a literal secret worth redacting."""
     text = value.strip()
-    if not text or text.lower() in _TYPE_WORDS or _PLACEHOLDER.search(text):
+    if len(text) < _MIN_VALUE or is_placeholder(text) or _PATH.match(text):
+        return False
+    if _NAME_LIKE.match(text) and {w.lower() for w in _CAMEL.findall(text)} & _NAME_PARTS:
         return False
     if _NUMBER.match(text):
         # max_tokens: 1200 is a number; a numeric password of 4+ digits is a password.
@@ -153,9 +193,10 @@ def _name_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _prose_follows(text: str, match: re.Match[str]) -> bool:
-    """A bare lower-case word followed by more words after a colon is a sentence."""
+    """A bare word followed by more words after a colon is a sentence ("the token: The
+    platform...", "1Password: a manager")."""
     bare = match.group("bare")
-    if bare is None or not bare.isalpha() or not bare.islower() or len(bare) > 12:
+    if bare is None or not bare.isalpha() or len(bare) > 12:
         return False
     rest = text[match.end() : match.end() + 2]
     return len(rest) == 2 and rest[0] == " " and rest[1].isalpha()
@@ -173,6 +214,8 @@ def assignments(text: str, lowered: str | None = None) -> Iterator[Assignment]:
         position = max(name_end, found.end())
         name = text[name_start:name_end]
         word = found.group()
+        if name_start > 0 and text[name_start - 1] == ":":
+            continue  # a part of an ARN or a type name: arn:...:secret:x, AWS::IAM::AccessKey
         if not secret_name(name, found.start() - name_start, found.end() - name_start):
             continue
         match = _ASSIGNED.match(text, name_end)
@@ -182,15 +225,19 @@ def assignments(text: str, lowered: str | None = None) -> Iterator[Assignment]:
         if match is None:
             continue
         op = match.groupdict().get("op") or " "
+        if op == "==":
+            continue  # a comparison, not an assignment
         quoted = match.group("quoted") is not None
         value = match.group("quoted") if quoted else match.group("bare")
         spaced = (
             match.start("op") > name_end + len(match.group("close") or "") if op != " " else True
         )
-        if op == ":" and _prose_follows(text, match):
+        if op in (":", " ") and _prose_follows(text, match):
             continue
         if not quoted and text[match.end() : match.end() + 1] in ("(", "["):
             continue  # a call or a subscript: token=get_token(), key=env["KEY"]
+        if not quoted and _IDENTIFIER.match(value) and _CODE_AFTER.match(text, match.end()):
+            continue  # def f(token: Token), f(password=password, ...), key: str | None
         if not secret_value(value, word=word, op=op, quoted=quoted, spaced=spaced):
             continue
         group = "quoted" if quoted else "bare"

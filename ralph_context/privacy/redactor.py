@@ -24,6 +24,7 @@ from ralph_context.privacy.assignments import (
     SECRET_WORD,
     ascii_lower,
     assignments,
+    is_placeholder,
     kind_of_name,
     secret_name,
     secret_value,
@@ -170,7 +171,10 @@ class Redactor:
                 if span is None:
                     continue
                 start, end = span
-                if end > start and not self._allowed(text[start:end]):
+                value = text[start:end]
+                if rule.placeholders and is_placeholder(value):
+                    continue
+                if end > start and not self._allowed(value):
                     _claim(taken, start, end, rule.kind)
         for found in assignments(text, lowered):
             if not self._allowed(text[found.start : found.end]):

@@ -33,6 +33,8 @@ class Rule:
     # The match must not continue a token to its left (checked here, not by a lookbehind,
     # which would keep the regex engine from scanning for the pattern's literal prefix).
     starts_token: bool = False
+    # The value may be a stand-in ("postgres://user:password@host" in docs): skip those.
+    placeholders: bool = False
 
     def secret_span(self, text: str, match: re.Match[str]) -> tuple[int, int] | None:
         """Where the value to replace sits in ``match`` (group ``secret``, else all of
@@ -51,10 +53,10 @@ _TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 _START = "(?<![A-Za-z0-9_\\-])"
 
 
-def _rule(kind: str, pattern: str, *hints: str, flags: int = 0) -> Rule:
+def _rule(kind: str, pattern: str, *hints: str, flags: int = 0, placeholders: bool = False) -> Rule:
     starts_token = pattern.startswith(_START)
     body = pattern.removeprefix(_START)
-    return Rule(kind, re.compile(body, flags), hints, starts_token)
+    return Rule(kind, re.compile(body, flags), hints, starts_token, placeholders)
 
 
 # A token body: letters, digits and the separators providers use; never ends a word early.
@@ -131,6 +133,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "url_password",
         r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@'\"<>]{1,128}:(?P<secret>[^\s@/'\"<>]{1,256})@",
         "://",
+        placeholders=True,
     ),
     # curl/wget basic credentials: -u user:password, --user user:password.
     _rule(
@@ -140,6 +143,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "-u",
         "--user",
         "--proxy-user",
+        placeholders=True,
     ),
     # HTTP authorization headers (and curl -u style basic credentials in them).
     _rule(
@@ -147,5 +151,6 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         r"(?i:authorization|proxy-authorization)[\"']?\s*[:=]\s*[\"']?"
         r"(?i:bearer|basic|token|bot|digest)\s+(?P<secret>[A-Za-z0-9._~+/=\-]{8,})",
         "authorization",
+        placeholders=True,
     ),
 )
