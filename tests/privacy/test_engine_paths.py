@@ -33,10 +33,8 @@ async def test_the_ralph_hook_in_process_stores_no_secret(
         output=f"PASSWORD={PLAIN_PASSWORD}\nAWS {SECRETS['aws_access_key_id']}",
         metadata={"api_key": "k9Q2mX7pL4", "adapter": "claude"},
     )
-    async with (
-        Engine(settings, model_loader=shared_model) as engine,
-        EngineSource(engine).session() as session,
-    ):
+    engine = Engine(settings, model_loader=shared_model)
+    async with EngineSource(engine).session() as session:  # the hook enters the engine
         await session.record(record)
         history = await engine.recent_iterations(1)
         found = await engine.search("401 curl password output", min_score=0.0)
