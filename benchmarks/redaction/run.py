@@ -37,6 +37,7 @@ __all__ = ["main", "measure"]
 CHUNK = 2_048
 _SUFFIXES = (".py", ".json", ".yaml", ".yml", ".toml", ".cfg", ".ini", ".md", ".txt", ".sh")
 _EXAMPLES_PER_KIND = 6
+_BEFORE_REDACTION = "363f2f0"
 
 
 def locomo_turns(path: Path) -> list[str]:
@@ -84,10 +85,11 @@ def code_texts(files: int) -> list[str]:
 
 
 def tool_output() -> list[str]:
-    """What a loop's tools print: git history with diffs, pip's listings."""
+    """What a loop's tools print: git history with diffs (up to the commit before redaction
+    was added, whose tests plant secret shapes on purpose), pip's listings."""
     commands = [
-        ["git", "log", "-p", "-n", "150", "--no-color"],
-        ["git", "log", "--stat", "-n", "400", "--no-color"],
+        ["git", "log", "-p", "-n", "150", "--no-color", _BEFORE_REDACTION],
+        ["git", "log", "--stat", "-n", "400", "--no-color", _BEFORE_REDACTION],
         [sys.executable, "-m", "pip", "list", "-v"],
         [sys.executable, "-m", "pip", "freeze"],
     ]
