@@ -91,7 +91,13 @@ _NAME_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 _MIN_VALUE = 4
 # After a bare value, these mean code: a parameter's annotation (token: Token) or default,
 # an argument passed on (password=password), a union (str | None).
-_CODE_AFTER = re.compile(r"[ \t]*(?:[),\]|]|=(?!=))")
+_CODE_AFTER = re.compile(r"[ \t]*(?:[),\]}|]|=(?!=))")
+# Words before the secret word that make the name a count or a setting: max_tokens,
+# prompt_tokens, total_tokens, remaining_tokens.
+_COUNTING = frozenset(
+    "max min num total count input output prompt completion cached reasoning remaining "
+    "used budget limit per estimated".split()
+)
 _NUMERIC_NAME_WORDS = ("token", "tokens")
 _TYPE_WORDS = frozenset(
     "str string int bytes bool boolean any optional none null nil undefined true false yes "
@@ -107,7 +113,7 @@ _PATH = re.compile(
     r"^(?:~?/|\.{1,2}/|[A-Za-z]:\\)|^[\w.\-]+/[\w./\-]*\.(?:json|pem|key|ya?ml|txt|env|p12|crt)$"
 )
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_NUMBER = re.compile(r"^[+\-]?(?:\d+\.?\d*|\.\d+)(?:e[+\-]?\d+)?[a-z%]{0,3}$", re.IGNORECASE)
+_NUMBER = re.compile(r"^[+\-]?(?:\d[\d_]*\.?\d*|\.\d+)(?:e[+\-]?\d+)?[a-z%]{0,3}$", re.IGNORECASE)
 _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 _KINDS = (
@@ -150,7 +156,8 @@ def secret_name(name: str, word_start: int, word_end: int) -> bool:
     if after[:1] == "s" and after[1:2].isalpha() and not after[1:2].isupper():
         return False
     words = {w.lower() for w in _CAMEL.findall(after)}
-    return not words & _NOT_THE_SECRET
+    before_words = {w.lower() for w in _CAMEL.findall(name[:word_start])}
+    return not words & _NOT_THE_SECRET and not before_words & _COUNTING
 
 
 def is_placeholder(value: str) -> bool:

@@ -123,4 +123,7 @@ LOOK_ALIKES: list[str] = [
     '"Resource": "arn:aws:secretsmanager:*:*:secret:ModelProviderKey-*"',
     '"AWS::IAM::AccessKey": "fe0421bc85d18f9d",',
     "pass the --username and --password options instead of the URL",
+    "MAX_TOKENS = 1_000_000",
+    "search(query, max_tokens=budget.tokens)",
+    'return {"RALPH_CONTEXT_TOKEN": TOKEN}',
 ]

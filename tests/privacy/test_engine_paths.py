@@ -9,11 +9,15 @@ from pathlib import Path
 
 from ralph_context import Engine
 from ralph_context.models import IterationResult
+from ralph_context.ralph_v2.client import _Engine
+from ralph_context.ralph_v2.hook import MEMORY_TAG, handle
+from ralph_context.ralph_v2.payload import read_payload
 from ralph_context.transfer import export_store, import_store
 from ralph_context_ralph.sources import EngineSource, IterationRecord
 from tests.helpers import Loader, SettingsFactory
 from tests.privacy.secrets import PLAIN_PASSWORD, SECRETS
 from tests.privacy.test_write_paths import files_holding
+from tests.ralph_v2.test_hook_loop import payload
 
 OFF = {"enabled": False}
 
@@ -101,3 +105,31 @@ async def test_a_skillbook_skill_is_stored_redacted(
         (skill,) = await engine.skills(min_usefulness=0.0)
     assert skill.content == "Deploy with STRIPE key [REDACTED:stripe_key] from vault"
     assert not files_holding(tmp_path / "store", SECRETS["stripe_key"])
+
+
+async def test_ralph_v2_memories_are_stored_redacted_and_do_not_churn(
+    make_settings: SettingsFactory, shared_model: Loader, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / ".ralph" / "agent").mkdir(parents=True)
+    memory = f"Deploys read OPENAI_API_KEY={SECRETS['openai_key']} from the vault"
+    (workspace / ".ralph" / "agent" / "memories.md").write_text(
+        "# Memories\n\n## Fixes\n\n### mem-1737372000-a1b2\n"
+        f"> {memory}\n<!-- tags: deploy | created: 2025-01-20 -->\n\n## Context\n",
+        encoding="utf-8",
+    )
+    settings = make_settings(lifecycle={"auto_run": False})
+    async with Engine(settings, model_loader=shared_model) as engine:
+        client = _Engine(engine, writable=True)
+        first = await handle(
+            read_payload(payload(workspace, "post.iteration.start", 1)), client, max_items=5
+        )
+        again = await handle(
+            read_payload(payload(workspace, "post.iteration.start", 2)), client, max_items=5
+        )
+        listed = await engine.forget(tags=[MEMORY_TAG], dry_run=True)
+        (stored,) = [(await engine.get(i)).content for i in listed.item_ids]
+    assert first.synced == 1
+    assert (again.synced, again.forgotten) == (0, 0), "a redacted memory is not an edited one"
+    assert stored == "Deploys read OPENAI_API_KEY=[REDACTED:openai_key] from the vault"
+    assert not files_holding(tmp_path / "store", SECRETS["openai_key"])
