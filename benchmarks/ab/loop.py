@@ -63,6 +63,8 @@ class Episode:
     recovered: int = 0
     retrieval_ms: list[float] = field(default_factory=list)
     relevance: list[float] = field(default_factory=list)
+    # Tokens the hook injected per measured iteration (0 when it injected nothing).
+    injected_tokens: list[int] = field(default_factory=list)
     utilization: list[float] = field(default_factory=list)
 
 
@@ -158,12 +160,15 @@ def _measure_context(prompt: str, env: TaskEnvironment, episode: Episode) -> Non
     _, heading, section = prompt.partition(CONTEXT_HEADING)
     if not heading:
         episode.utilization.append(0.0)
+        episode.injected_tokens.append(0)
         return
     blocks = [b for b in section.split("\n### [")[1:] if b.strip()]
     answers = [f.answer for f in env.needed()]
     useful = sum(any(a in block for a in answers) for block in blocks)
     episode.relevance.append(useful / len(blocks) if blocks else 0.0)
-    episode.utilization.append(estimate_tokens(heading + section) / CONTEXT_TOKENS)
+    tokens = estimate_tokens(heading + section)
+    episode.utilization.append(tokens / CONTEXT_TOKENS)
+    episode.injected_tokens.append(tokens)
 
 
 def _count_recoveries(env: TaskEnvironment, episode: Episode) -> None:

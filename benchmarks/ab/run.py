@@ -176,7 +176,7 @@ def summarize(suite: Suite, plan: Plan, episodes: Sequence[Episode]) -> dict[str
 
 def _episode_row(episode: Episode) -> dict[str, Any]:
     row = asdict(episode)
-    for name in ("retrieval_ms", "relevance", "utilization"):
+    for name in ("retrieval_ms", "relevance", "utilization", "injected_tokens"):
         del row[name]
     return row
 
@@ -187,6 +187,7 @@ def _variant(episodes: Sequence[Episode]) -> dict[str, Any]:
     errors = sum(e.errors for e in episodes)
     relevance = [r for e in episodes for r in e.relevance]
     utilization = [u for e in episodes for u in e.utilization]
+    injected = [t for e in episodes for t in e.injected_tokens]
     return {
         "runs": len(episodes),
         "iterations_mean": round(mean, 3),
@@ -198,6 +199,7 @@ def _variant(episodes: Sequence[Episode]) -> dict[str, Any]:
         ),
         "context_relevance": round(float(np.mean(relevance)), 4) if relevance else None,
         "context_utilization": round(float(np.mean(utilization)), 4) if utilization else None,
+        "injected_tokens_mean": round(float(np.mean(injected)), 1) if injected else None,
     }
 
 
@@ -210,8 +212,8 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "| kind | complexity | baseline iterations (95% CI) | mcp_enabled iterations (95% CI) "
         "| reduction | p (Mann-Whitney) | effect (r) | success b / m | error recovery b / m "
-        "| context relevance | window use | criterion met |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| context relevance | injected tokens / iteration | window use | criterion met |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for kind, row in results["kinds"].items():
         base, memory = row[BASELINE], row[MCP]
@@ -220,7 +222,8 @@ def markdown(results: dict[str, Any]) -> str:
             f"| {row['reduction']:+.1%} | {row['p_value']:.3g} | {row['effect_size']:+.2f} "
             f"| {base['success_rate']:.0%} / {memory['success_rate']:.0%} "
             f"| {_rate(base['error_recovery_rate'])} / {_rate(memory['error_recovery_rate'])} "
-            f"| {_rate(memory['context_relevance'])} | {_rate(memory['context_utilization'])} "
+            f"| {_rate(memory['context_relevance'])} | {_tokens(memory['injected_tokens_mean'])} "
+            f"| {_rate(memory['context_utilization'])} "
             f"| {'yes' if row['met'] else 'no'} |"
         )
     latency = results["latency_ms"]
@@ -239,6 +242,10 @@ def markdown(results: dict[str, Any]) -> str:
 def _mean(variant: dict[str, Any]) -> str:
     low, high = variant["iterations_ci95"]
     return f"{variant['iterations_mean']:.2f} ({low:.2f}-{high:.2f})"
+
+
+def _tokens(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
 
 
 def _rate(value: float | None) -> str:

@@ -263,6 +263,7 @@ def test_summary_reduction_p_value_and_criteria_by_hand() -> None:
     episodes += [fake("simple_file_creation", BASELINE, n) for n in (3, 3)]
     episodes += [fake("simple_file_creation", MCP, n, retrieval_ms=[10.0, 30.0]) for n in (3, 3)]
     episodes[3].relevance, episodes[3].utilization = [0.5, 1.0], [0.2, 0.4]
+    episodes[3].injected_tokens = [400, 800]
     results = summarize(load_suite(SUITE), Plan(runs_per_task=3), episodes)
     bug = results["kinds"]["bug_fix"]
     assert bug[BASELINE]["iterations_mean"] == 12 and bug[MCP]["iterations_mean"] == 7
@@ -272,6 +273,7 @@ def test_summary_reduction_p_value_and_criteria_by_hand() -> None:
     assert bug["effect_size"] == 1.0 and bug["met"] is False  # p = 0.081 > 0.05
     assert bug[MCP]["error_recovery_rate"] == 0.5 and bug[BASELINE]["error_recovery_rate"] is None
     assert bug[MCP]["context_relevance"] == 0.75 and bug[MCP]["context_utilization"] == 0.3
+    assert bug[MCP]["injected_tokens_mean"] == 600
     simple = results["kinds"]["simple_file_creation"]
     assert simple["reduction"] == 0 and simple["p_value"] == 1 and simple["met"] is True
     assert results["latency_ms"] == {"p50": 20.0, "p99": 30.0, "samples": 4}
