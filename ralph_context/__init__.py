@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ralph_context.config import Settings
 from ralph_context.errors import (
     ActorUnavailable,
+    AgentFileInvalid,
     ConfigError,
     ContentTooLarge,
     EmptyContent,
@@ -63,6 +64,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ActorUnavailable",
+    "AgentFileInvalid",
     "ConfigError",
     "ContentTooLarge",
     "ContextItem",

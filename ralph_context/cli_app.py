@@ -25,6 +25,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 __all__ = [
     "GLOBAL",
+    "AgentName",
     "App",
     "ClientTransport",
     "ConfigOption",
@@ -59,6 +60,13 @@ class ClientTransport(StrEnum):
 
     STDIO = "stdio"
     HTTP = "http"
+
+
+class AgentName(StrEnum):
+    """The coding agents ``init --agent`` wires and ``hook`` answers for."""
+
+    CLAUDE = "claude"
+    CODEX = "codex"
 
 
 class RalphVersion(StrEnum):

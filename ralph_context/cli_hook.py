@@ -1,4 +1,5 @@
-"""``ralph-context hook``: the command Ralph v2's lifecycle hooks run.
+"""``ralph-context hook``: the command Ralph v2's lifecycle hooks run; ``hook claude`` and
+``hook codex`` are the ones those agents' own hooks run (``agents.hook``).
 
 Ralph runs it without a shell, in the loop workspace, with the payload on stdin, and counts
 it failed on a non-zero exit, a timeout, or (with ``mutate`` on) stdout that is not
@@ -17,10 +18,18 @@ from typing import Annotated
 import anyio
 import typer
 
+from ralph_context.cli_app import AgentName
+
 __all__ = ["hook_command"]
 
 
 def hook_command(
+    client: Annotated[
+        AgentName | None,
+        typer.Argument(
+            help="claude or codex: the agent whose hook runs this (none: Ralph v2's hooks)."
+        ),
+    ] = None,
     deadline: Annotated[
         float,
         typer.Option(
@@ -38,8 +47,13 @@ def hook_command(
         str | None, typer.Option("--log-level", help="Log level on stderr (default WARNING).")
     ] = None,
 ) -> None:
-    """Run by Ralph v2's hooks (payload on stdin); never fails the loop."""
+    """Run by Ralph v2's hooks, or an agent's (payload on stdin); never fails either."""
     raw = sys.stdin.buffer.read()
+    if client is not None:
+        from ralph_context.agents.hook import run as run_agent_hook
+
+        run_agent_hook(client.value, raw)
+        return
     try:
         _run(raw, deadline, config, log_level)
     except Exception as exc:  # the loop must go on whatever failed here

@@ -8,13 +8,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.table import Table
 
 from ralph_context import namespaces
 from ralph_context.cli_app import (
+    AgentName,
     App,
     ClientTransport,
     ConfigOption,
@@ -26,6 +27,9 @@ from ralph_context.cli_engine import run
 from ralph_context.cli_output import err, fail, load_settings, out
 from ralph_context.config import Settings, default_file
 from ralph_context.errors import ConfigError, RalphContextError
+
+if TYPE_CHECKING:
+    from ralph_context.agents.files import FileEdit
 
 __all__ = ["console", "init", "ralph_app", "serve"]
 
@@ -138,16 +142,33 @@ def init(
             "Ralph 1.x uses `ralph-context ralph run`.",
         ),
     ] = None,
+    agent: Annotated[
+        AgentName | None,
+        typer.Option(
+            "--agent",
+            help="Wire the agent's hooks and MCP entry: claude (.claude/settings.json, "
+            ".mcp.json) or codex (.codex/hooks.json, .codex/config.toml).",
+        ),
+    ] = None,
+    remove: Annotated[
+        bool,
+        typer.Option("--remove", help="With --agent: take out only ralph-context's entries."),
+    ] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="With --ralph v2: print the change, write nothing.")
+        bool,
+        typer.Option(
+            "--dry-run", help="With --ralph v2 or --agent: print the change, write nothing."
+        ),
     ] = False,
 ) -> None:
-    """Register the server in the project's .mcp.json (Claude Code), or set up Ralph v2."""
+    """Register the server in the project's .mcp.json, wire an agent, or set up Ralph v2."""
     from ralph_context.mcp_json import register, server_entry
     from ralph_context.ralph_v2 import setup
 
     if not project.is_dir():
         raise fail(f"--project {str(project)!r} is not a folder", 2)
+    if remove and (agent is None or ralph is not None):
+        raise fail("--remove takes out one agent's entries: use it with --agent alone", 2)
     # The project's own ralph.yaml before the usual lookup (env, then the current folder).
     settings = load_settings(config or default_file(project), None)
     entry = server_entry(
@@ -160,6 +181,13 @@ def init(
         port=settings.server.port,
         namespace=settings.storage.namespace,
     )
+    if agent is not None:
+        # Planned before anything is written: a malformed file refuses the whole init.
+        edits = _agent_edits(project, agent, entry, remove=remove)
+        if ralph is RalphVersion.V2:
+            _init_ralph_v2(project, entry, dry_run=dry_run)
+        _apply_agent(agent, edits, remove=remove, dry_run=dry_run)
+        return
     if ralph is RalphVersion.V2:
         _init_ralph_v2(project, entry, dry_run=dry_run)
         return
@@ -174,6 +202,41 @@ def init(
     except RalphContextError as exc:
         raise fail(str(exc), 1) from None
     out.print(f"{done.action} {done.path}: mcpServers.ralph-context", highlight=False)
+
+
+def _agent_edits(
+    project: Path, agent: AgentName, entry: dict[str, Any], *, remove: bool
+) -> tuple[FileEdit, ...]:
+    from ralph_context.agents import setup as agents
+
+    try:
+        return agents.plan(project, agent.value, entry, remove=remove)
+    except ConfigError as exc:  # AgentFileInvalid: the file and what is wrong in it
+        raise fail(str(exc), 2) from None
+
+
+def _apply_agent(
+    agent: AgentName, edits: tuple[FileEdit, ...], *, remove: bool, dry_run: bool
+) -> None:
+    changed = [edit for edit in edits if edit.changes]
+    if dry_run:
+        sys.stdout.write("".join(edit.diff() for edit in changed))
+        return
+    for edit in changed:
+        edit.apply()
+    for edit in edits:
+        if not edit.changes:
+            what = "nothing of ralph-context's in" if remove else "already set up:"
+            out.print(f"{what} {edit.path}", highlight=False)
+        elif edit.after is None:
+            out.print(
+                f"removed {edit.path} (it held only ralph-context's entries)", highlight=False
+            )
+        elif remove:
+            out.print(f"took ralph-context's entries out of {edit.path}", highlight=False)
+        else:
+            verb = "created" if edit.before is None else "updated"
+            out.print(f"{verb} {edit.path} ({agent.value})", highlight=False)
 
 
 def _init_ralph_v2(project: Path, entry: dict[str, Any], *, dry_run: bool) -> None:

@@ -5,6 +5,7 @@ person understands with a single ``except RalphContextError``::
 
     RalphContextError
     ├── ConfigError                 ralph.yaml or RALPH_CONTEXT_* holds a value we cannot use
+    │   └── AgentFileInvalid        an agent's own settings file init would edit is malformed
     ├── InvalidInput                a caller handed us something we refuse to store or query
     │   ├── EmptyContent
     │   ├── ContentTooLarge
@@ -34,8 +35,11 @@ actor back to its caller as values; they never crash the actor that found them. 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 __all__ = [
     "ActorUnavailable",
+    "AgentFileInvalid",
     "ConfigError",
     "ContentTooLarge",
     "EmptyContent",
@@ -67,6 +71,22 @@ class RalphContextError(Exception):
 
 class ConfigError(RalphContextError):
     """The configuration names a key with a value we cannot use."""
+
+
+class AgentFileInvalid(ConfigError):
+    """A file of another program's (``.claude/settings.json``, ``.mcp.json``, Codex's
+    ``hooks.json`` or ``config.toml``) that ``init --agent`` would edit is malformed; it was
+    left as it was and nothing else was written.
+
+    Attributes:
+        path: The file.
+        problem: What is wrong in it, as a person would fix it.
+    """
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}; fix it and run init again (nothing was written)")
+        self.path = path
+        self.problem = problem
 
 
 class InvalidInput(RalphContextError, ValueError):
