@@ -18,7 +18,7 @@ USER_SETTINGS = (
     '{\n\t"permissions": {"allow": ["Bash(ls)"]},\n\t"hooks": {\n\t\t"Stop": [\n'
     '\t\t\t{"hooks": [{"type": "command", "command": "notify-send done"}]}\n\t\t],\n'
     '\t\t"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]}]'
-    "\n\t},\n\t\"model\": \"opus\"\n}"
+    '\n\t},\n\t"model": "opus"\n}'
 )
 USER_MCP = '{"mcpServers": {"github": {"command": "gh-mcp", "args": []}}, "x": 1}\n'
 USER_TOML = 'model = "o3"  # mine\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
@@ -163,9 +163,7 @@ def test_codex_merges_with_the_users_config_and_remove_restores_their_bytes(
     assert config["model"] == "o3" and list(config["mcp_servers"]) == ["docs", "ralph-context"]
     assert config["mcp_servers"]["ralph-context"]["args"] == ["serve"]
     hooks = json.loads((tmp_path / ".codex" / "hooks.json").read_text(encoding="utf-8"))["hooks"]
-    assert [event for event in hooks] == ["Stop"] + [
-        spec.event for spec in CODEX_HOOKS if spec.event != "Stop"
-    ]
+    assert list(hooks) == ["Stop"] + [spec.event for spec in CODEX_HOOKS if spec.event != "Stop"]
     assert hooks["SessionEnd"][0]["hooks"][0]["timeout"] <= 3  # Codex's cap
     assert "PostToolUseFailure" not in hooks  # not a Codex event
 
