@@ -88,7 +88,8 @@ def _dispatch(client: str, event: str, environ: Mapping[str, str]) -> str:
         return "ignored: not an event this hook handles"
     from ralph_context.agents.ralph import defers_to_ralph
 
-    if client == "claude" and defers_to_ralph(event, environ):
+    # Ralph v2 runs Codex as a backend too; its memories.md reaches any backend's prompt.
+    if defers_to_ralph(event, environ):
         return "deferred: Ralph v2's hook covers this event in its iterations"
     return "none: behaviour per event is not implemented yet"
 

@@ -15,6 +15,9 @@ loop's tasks and scratchpad, which say more about the next step than the prompt 
 builds around them. Outside Ralph (a person's own ``claude`` session in the same project)
 nothing is deferred.
 
+The same holds for Codex as Ralph's backend (``cli.backend: codex``), whose project hooks
+fire in its iterations once trusted: ``memories.md`` reaches any backend's prompt.
+
 An iteration is recognised by ``RALPH_WORKSPACE_ROOT``, which Ralph v2 sets for the agents
 it starts (and Claude Code passes on to its hooks), whose ``ralph.yml`` runs our v2 hook:
 when it does not (memories or hooks off, or only the Claude hooks set up), the Claude hook

@@ -140,6 +140,12 @@ def test_with_ralph_v2_and_claude_set_up_ralphs_hook_injects_once_per_iteration(
     # hook adds none on the same iteration's session start or prompt, records no turn.
     for event in ("SessionStart", "UserPromptSubmit", "Stop"):
         assert action(event, **in_loop).startswith("deferred:")
+    # Codex as Ralph's backend: the same events are Ralph's.
+    data = json.dumps(payload("UserPromptSubmit", tmp_path, prompt="x")).encode()
+    hook("codex", data, tmp_path, RALPH_CONTEXT_HOOK_TRACE=str(trace), **in_loop)
+    assert json.loads(trace.read_text(encoding="utf-8").splitlines()[-1])["action"].startswith(
+        "deferred:"
+    )
     # What Ralph has no hook for stays the Claude hook's, inside the loop too.
     for event in ("PostToolUseFailure", "PostToolUse", "SessionEnd"):
         assert action(event, **in_loop).startswith("none:")
