@@ -226,8 +226,8 @@ class IterationLoop(EngineWiring):
             if dry_run or not (hot or archived):
                 return ForgetReport(dry_run, (*hot, *archived))
             await storage.prune(hot, archived)
-        # Old versions still hold the rows: drop them now, not after the retention window.
-        await storage.maintain(reclaim=True)
+        # The files and old versions still hold the rows: rewrite and drop them now.
+        await storage.scrub()
         log.info("forgotten", items=len(hot) + len(archived))
         return ForgetReport(False, (*hot, *archived))
 

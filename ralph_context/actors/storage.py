@@ -241,8 +241,9 @@ class StorageActor(StorageReads, StorageWrites):
                 await self._run(self.store.add_iteration, result)
                 self._writes += 1
                 return None
-            case Maintain(reclaim):
-                return await self._maintain(reclaim=reclaim)
+            case Maintain(reclaim, scrub):
+                # A scrub is awaited by its caller: at the writer's priority.
+                return await self._maintain(reclaim=reclaim, scrub=scrub, urgent=scrub)
             case RepairVectorIndex():
                 return await self._repair_vector_index()
             case SetVectors(vectors):
@@ -371,19 +372,9 @@ class StorageActor(StorageReads, StorageWrites):
             or 2 * self.store.unindexed_rows >= _UNINDEXED_ROWS
         )
 
-    def _refuse_write(self, request: StorageRequest) -> object:
-        """What a read-only open answers: nothing to flush or maintain, and no writes."""
-        match request:
-            case FlushUsage():
-                return None
-            case Maintain():
-                return MaintenanceReport(compacted=False, vector_index_built=False)
-        raise StoreError(
-            f"the store at {self.location} is open read-only (another process writes it): "
-            f"{type(request).__name__} is a write"
-        )
-
-    async def _maintain(self, *, reclaim: bool = False, urgent: bool = False) -> MaintenanceReport:
+    async def _maintain(
+        self, *, reclaim: bool = False, scrub: bool = False, urgent: bool = False
+    ) -> MaintenanceReport:
         self._writes = 0
         self._flushed_at = anyio.current_time()
 
@@ -391,7 +382,7 @@ class StorageActor(StorageReads, StorageWrites):
             # Requests queued behind a calm maintenance hurry the rest of it.
             hurry = hurried_when(lambda: self.queued > 0)
             with at_normal_priority() if urgent else hurry:
-                return self.store.maintain(reclaim=reclaim)
+                return self.store.scrub() if scrub else self.store.maintain(reclaim=reclaim)
 
         return await self._run(maintain)
 

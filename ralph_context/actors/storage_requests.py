@@ -60,6 +60,7 @@ class AddIteration:
 @dataclass(frozen=True)
 class Maintain:
     reclaim: bool = False
+    scrub: bool = False  # see LanceStore.scrub
 
 
 @dataclass(frozen=True)

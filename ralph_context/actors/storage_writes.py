@@ -29,7 +29,9 @@ from ralph_context.actors.storage_requests import (
     SummarizeItems,
 )
 from ralph_context.embeddings.local import Vectors
+from ralph_context.errors import StoreError
 from ralph_context.models import ContextItem, ContextState, IterationResult
+from ralph_context.object_location import Location
 from ralph_context.runtime import Actor, ActorState
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
@@ -50,6 +52,19 @@ class StorageWrites(Actor[StorageRequest, object]):
     timeout: float
     read_only: bool
     _flushed_at: float
+    location: Location | None
+
+    def _refuse_write(self, request: StorageRequest) -> object:
+        """What a read-only open answers: nothing to flush or maintain, and no writes."""
+        match request:
+            case FlushUsage():
+                return None
+            case Maintain(scrub=False):
+                return MaintenanceReport(compacted=False, vector_index_built=False)
+        raise StoreError(
+            f"the store at {self.location} is open read-only (another process writes it): "
+            f"{type(request).__name__} is a write"
+        )
 
     async def add_items(
         self, pairs: Sequence[tuple[ContextItem, Vectors | None]]
@@ -103,6 +118,18 @@ class StorageWrites(Actor[StorageRequest, object]):
 
     async def maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
         reply = await self.call(Maintain(reclaim), timeout=self.timeout * 10)
+        return cast(MaintenanceReport, reply)
+
+    async def scrub(self) -> MaintenanceReport:
+        """Rewrite the store's files so that rows deleted or rewritten before this call
+        are on no file of it, then drop the old versions (``LanceStore.scrub``; what a
+        forget and a redaction end with). Queued behind the writes sent before it.
+
+        Raises:
+            ActorUnavailable: The store is down or took over ten times the deadline.
+            StoreError: The store is open read-only.
+        """
+        reply = await self.call(Maintain(reclaim=True, scrub=True), timeout=self.timeout * 10)
         return cast(MaintenanceReport, reply)
 
     async def set_state(self, ids: Sequence[str], state: ContextState) -> None:

@@ -58,6 +58,9 @@ _SCALAR_INDEXES = (
     ("content", FTS()),
     (threads.SEQUENCE, BTree()),
 )
+# The indexes holding the items' own words (the others hold ids, numbers and fixed names):
+# a scrub builds them again, since compaction leaves a deleted row's values in them.
+TEXT_BEARING = tuple((c, config) for c, config in _SCALAR_INDEXES if c in ("tags", "content"))
 
 
 def options_for(location: Location | None) -> dict[str, str]:

@@ -61,7 +61,9 @@ def run_operation(request: dict[str, Any]) -> None:
     """Run one upkeep operation on the dataset at ``request["uri"]`` (in whichever process
     calls it).
 
-    Operations: ``compact``; ``optimize_indices`` (``names``, optional ``merge``: how many
+    Operations: ``compact`` (optional ``deletions_threshold``: the share of deleted rows
+    past which a file is rewritten without them; 0 rewrites every file holding one, as a
+    scrub needs); ``optimize_indices`` (``names``, optional ``merge``: how many
     index pieces to merge into one); ``cleanup`` (``older_than_seconds``,
     ``delete_unverified``).
     """
@@ -70,7 +72,10 @@ def run_operation(request: dict[str, Any]) -> None:
     dataset = lance.dataset(request["uri"], storage_options=request.get("options") or None)
     match request["op"]:
         case "compact":
-            dataset.optimize.compact_files(materialize_deletions_threshold=_DELETIONS_THRESHOLD)
+            threshold = float(request.get("deletions_threshold", _DELETIONS_THRESHOLD))
+            dataset.optimize.compact_files(
+                materialize_deletions=True, materialize_deletions_threshold=threshold
+            )
         case "optimize_indices":
             options: dict[str, Any] = {"index_names": list(request["names"])}
             if request.get("merge") is not None:
