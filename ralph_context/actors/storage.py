@@ -37,6 +37,7 @@ from ralph_context.actors.storage_requests import (
     ArchiveItems,
     DeleteItems,
     FlushUsage,
+    ForgetIterations,
     InPacks,
     Maintain,
     Prune,
@@ -261,6 +262,9 @@ class StorageActor(StorageReads, StorageWrites):
             case Prune(hot, archived):
                 self._writes += 2
                 return await self._run(self.store.prune, list(hot), list(archived))
+            case ForgetIterations(deleted, cleared):
+                self._writes += 2
+                return await self._run(self.store.forget_iterations, deleted, cleared)
             case InPacks(function):
                 return await self._in_packs(function)
             case AddItems(pairs):

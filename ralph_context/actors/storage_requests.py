@@ -86,6 +86,14 @@ class Prune:
 
 
 @dataclass(frozen=True)
+class ForgetIterations:
+    """Delete the records of ``deleted``, clear those of ``cleared`` (see forgetting)."""
+
+    deleted: tuple[int, ...]
+    cleared: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class SetVectors:
     vectors: dict[str, Vectors]
 
@@ -115,6 +123,7 @@ StorageRequest = (
     | SummarizeItems
     | ArchiveItems
     | Prune
+    | ForgetIterations
     | RepairVectorIndex
     | SetVectors
     | InPacks

@@ -19,6 +19,7 @@ from ralph_context.actors.storage_requests import (
     ArchiveItems,
     DeleteItems,
     FlushUsage,
+    ForgetIterations,
     InPacks,
     Maintain,
     Prune,
@@ -144,6 +145,11 @@ class StorageWrites(Actor[StorageRequest, object]):
     async def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
         reply = await self.call(Prune(tuple(hot), tuple(archived)), timeout=self.timeout)
         return cast(int, reply)
+
+    async def forget_iterations(self, deleted: Sequence[int], cleared: Sequence[int]) -> None:
+        """Delete the records of iterations ``deleted``, clear those of ``cleared``
+        (``LanceStore.forget_iterations``); a scrub takes the old text off the disk."""
+        await self.call(ForgetIterations(tuple(deleted), tuple(cleared)), timeout=self.timeout)
 
     async def set_vectors(self, vectors: dict[str, Vectors]) -> int:
         return cast(int, await self.call(SetVectors(vectors), timeout=self.timeout))

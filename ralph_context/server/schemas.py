@@ -124,10 +124,19 @@ class Forgotten(BaseModel):
     dry_run: bool
     count: int
     item_ids: list[str]
+    # Iteration records deleted, and records kept with their text cleared.
+    iterations: list[int]
+    cleared_iterations: list[int]
 
     @classmethod
     def of(cls, report: ForgetReport) -> Forgotten:
-        return cls(dry_run=report.dry_run, count=report.count, item_ids=list(report.item_ids))
+        return cls(
+            dry_run=report.dry_run,
+            count=report.count,
+            item_ids=list(report.item_ids),
+            iterations=list(report.iterations),
+            cleared_iterations=list(report.cleared_iterations),
+        )
 
 
 class LifecycleAnswer(BaseModel):

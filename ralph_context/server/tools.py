@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, Field
 from ralph_context import __version__
 from ralph_context.arguments import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS, MIN_SCORE_HELP, NewItem
 from ralph_context.errors import RalphContextError
-from ralph_context.forgetting import MAX_FORGET_IDS
+from ralph_context.forgetting import MAX_FORGET_IDS, MAX_FORGET_ITERATIONS
 from ralph_context.metadata_filter import MAX_CONDITIONS, MetadataCondition
 from ralph_context.models import (
     MAX_COST,
@@ -320,16 +320,25 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
         context_types: Annotated[list[TypeName] | None, Field(max_length=6)] = None,
         tags: Tags = None,
         older_than_iteration: Annotated[int | None, Field(ge=0, le=MAX_ITERATION)] = None,
+        iterations: Annotated[
+            list[Annotated[int, Field(ge=0, le=MAX_ITERATION)]] | None,
+            Field(max_length=MAX_FORGET_ITERATIONS),
+        ] = None,
         dry_run: bool = False,
     ) -> Forgotten:
         """Delete the items the selectors pick, live and archived, for good: no tool,
-        resource or search returns them afterwards. Selectors combine with AND; at least
-        one is required. dry_run lists what would go."""
+        resource or search returns them afterwards, and the store's files are rewritten
+        without them. Selectors combine with AND; at least one is required. iterations:
+        items created in these iterations. Picked by iteration alone (iterations and/or
+        older_than_iteration), those iterations' records (get_iteration_history) go too;
+        a record whose error item goes is kept with its summary and error replaced by
+        "[forgotten]". dry_run lists what would go."""
         report = await holder.get().forget(
             item_ids=item_ids,
             context_types=context_types,
             tags=tags,
             older_than_iteration=older_than_iteration,
+            iterations=iterations,
             dry_run=dry_run,
         )
         return Forgotten.of(report)

@@ -3,7 +3,6 @@ file they were, in the hot table, its text indexes, the archive and the iteratio
 
 from __future__ import annotations
 
-import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,22 +10,7 @@ from ralph_context.models import ContextItem, ContextType, IterationResult
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
 from ralph_context.storage.store_iterations import FORGOTTEN
-from tests.helpers import unit
-
-
-def marker() -> str:
-    """A word found nowhere else: lowercase (the full-text index keeps tokens lowercased)."""
-    return "zq7marker" + secrets.token_hex(8)
-
-
-def files_holding(root: Path, text: str) -> list[str]:
-    """Every file under ``root`` whose bytes hold ``text`` (as ``grep -ril`` would)."""
-    needle = text.lower().encode()
-    return sorted(
-        str(path.relative_to(root))
-        for path in root.rglob("*")
-        if path.is_file() and needle in path.read_bytes().lower()
-    )
+from tests.helpers import files_holding, marker, unit
 
 
 def hundred(secret: str, **extra: object) -> list[tuple[ContextItem, object]]:
