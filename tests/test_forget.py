@@ -5,6 +5,7 @@ delete nothing."""
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import anyio
@@ -86,6 +87,12 @@ async def test_forget_context_through_the_real_server_leaves_no_trace(tmp_path: 
             resource = (await client.read_resource("context://stats")).contents[0]
             assert isinstance(resource, TextResourceContents)
             assert json.loads(resource.text)["items"] == 1
+    # The server's store: the secret on no file, every file owner-only.
+    store = tmp_path / "store"
+    assert files_holding(store, "hunter2") == []
+    modes = {stat.S_IMODE(p.stat().st_mode) for p in store.rglob("*") if p.is_file()}
+    folders = {stat.S_IMODE(p.stat().st_mode) for p in (store, *store.rglob("*")) if p.is_dir()}
+    assert (modes, folders) == ({0o600}, {0o700})
 
 
 def _hundred(secret: str, kind: str) -> list[NewItem]:

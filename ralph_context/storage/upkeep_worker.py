@@ -34,6 +34,8 @@ from typing import IO, Any
 
 import structlog
 
+from ralph_context.storage.private import keep_private
+
 __all__ = [
     "DEADLINE_SECONDS",
     "NICENESS",
@@ -271,6 +273,8 @@ def main() -> None:
     ended, however it ended)."""
     if hasattr(os, "nice"):
         os.nice(NICENESS)
+    # The files it writes (compacted data, indexes) are the store's: owner-only.
+    keep_private()
     # Before the first request, so that its answer does not wait for the import.
     import lance  # noqa: F401
 
