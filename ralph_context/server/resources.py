@@ -12,6 +12,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from ralph_context.errors import InvalidInput, ItemNotFound, RalphContextError
+from ralph_context.server import callers
 from ralph_context.server.schemas import ContextStats, Skills
 from ralph_context.toolkit import EngineHolder
 
@@ -32,7 +33,7 @@ def register_resources(server: MCPServer, holder: EngineHolder) -> None:
             found = await holder.get().stats()
         except RalphContextError as exc:
             raise ResourceError(str(exc)) from exc
-        return ContextStats.of(found, settings).model_dump_json(indent=2)
+        return ContextStats.of(found, settings, callers.current()).model_dump_json(indent=2)
 
     @server.resource("context://skills", name="skills", mime_type=JSON)
     async def skills() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
@@ -13,6 +14,7 @@ from ralph_context.engine import EngineHealth
 from ralph_context.forgetting import ForgetReport
 from ralph_context.models import ContextItem, IterationResult, RetrievalResult, RetrievedItem
 from ralph_context.scoring import item_tokens
+from ralph_context.server.callers import LOCAL, Caller
 from ralph_context.storage.lance_store import StoreStats
 
 __all__ = [
@@ -195,8 +197,9 @@ class ContextStats(BaseModel):
     namespaces: list[NamespaceEntry]
 
     @classmethod
-    def of(cls, stats: StoreStats, settings: Settings) -> ContextStats:
-        """``stats`` of the namespace ``settings`` name, with every namespace of its store."""
+    def of(cls, stats: StoreStats, settings: Settings, caller: Caller = LOCAL) -> ContextStats:
+        """``stats`` of the namespace ``settings`` name, with every namespace of its store
+        that ``caller`` may see (a scoped token: its own; see ``callers``)."""
         here = settings.storage.namespace
         if settings.is_ephemeral:
             entries = [NamespaceEntry(name=here, size_mb=round(stats.size_bytes / _MIB, 2))]
@@ -204,6 +207,7 @@ class ContextStats(BaseModel):
             entries = [
                 NamespaceEntry(name=n.name, size_mb=n.size_mb)
                 for n in namespaces.listing(settings.store_root())
+                if caller.sees(n.name)
             ]
         return cls(
             **stats.__dict__,
@@ -269,3 +273,26 @@ class HealthReport(BaseModel):
             version=version,
             without_vector=health.without_vector,
         )
+
+    def without_paths(self, settings: Settings) -> HealthReport:
+        """This report for a remote client (see ``callers``): the store named by its kind
+        and namespace, and the store's and the model's folders replaced by ``<store>`` and
+        ``<model>`` in the actors' last errors."""
+        root = settings.store_root()
+        if settings.is_ephemeral:
+            store = "memory"
+        else:
+            kind = "local" if isinstance(root, Path) else "object storage"
+            store = f"{kind} store, namespace {settings.storage.namespace}"
+        places = {str(root): "<store>", str(settings.embeddings.resolved_model_path()): "<model>"}
+
+        def hidden(text: str | None) -> str | None:
+            for place in sorted(places, key=len, reverse=True):
+                text = text if text is None else text.replace(place, places[place])
+            return text
+
+        actors = {
+            name: actor.model_copy(update={"last_error": hidden(actor.last_error)})
+            for name, actor in self.actors.items()
+        }
+        return self.model_copy(update={"store": store, "actors": actors})

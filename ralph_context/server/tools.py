@@ -25,6 +25,7 @@ from ralph_context.models import (
     ContextType,
     IterationResult,
 )
+from ralph_context.server import callers
 from ralph_context.server.schemas import (
     ContextAnswer,
     ContextStats,
@@ -345,22 +346,25 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
 
     @server.tool(annotations=READ)
     async def get_context_stats() -> ContextStats:
-        """Counts by type and state, archive size, disk use, index and model."""
+        """Counts by type and state, archive size, disk use, index and model; the
+        namespaces of the store your token may use, with their sizes."""
         stats = await holder.get().stats()
-        return ContextStats.of(stats, settings)
+        return ContextStats.of(stats, settings, callers.current())
 
     @server.tool(annotations=READ)
     async def health_check() -> HealthReport:
-        """Per-actor health, the retrieval tier in force, store size and model."""
+        """Per-actor health, the retrieval tier in force, store size and model (over HTTP,
+        the store is named by its kind and namespace, not its path)."""
         engine = holder.get()
         try:
             size: int | None = await engine.size_bytes()
         except RalphContextError:  # the store is down: health says so below
             size = None
-        return HealthReport.of(
+        report = HealthReport.of(
             engine.health(),
             size_bytes=size,
             max_size_mb=settings.storage.max_size_mb,
             current_iteration=engine.current_iteration,
             version=__version__,
         )
+        return report.without_paths(settings) if callers.current().remote else report
