@@ -126,8 +126,10 @@ class StoreUpkeep(StoreCore):
         another replica, and Lance's commit protocol refuses or retries a compaction that
         conflicts with the holder's.
 
+        The tool packs' tables are left alone: a forget does not touch them.
+
         Costs a full compaction plus the two text indexes built again (measured in the
-        CHANGELOG); cheap where nothing was deleted.
+        CHANGELOG).
         """
         report = self.maintain(reclaim=True, scrub=True)
         if self.row_cache is not None:
