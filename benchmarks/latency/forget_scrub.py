@@ -13,6 +13,7 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,9 +27,9 @@ __all__ = ["measure"]
 _BATCH = 1_000
 
 
-def _timed(work: object) -> float:
+def _timed(work: Callable[[], object]) -> float:
     started = time.perf_counter()
-    work()  # type: ignore[operator]
+    work()
     return round(time.perf_counter() - started, 3)
 
 
@@ -47,7 +48,7 @@ def measure(items: int, dimension: int = 384) -> dict[str, float | int]:
                     ContextItem(
                         content=f"note {n} on the build; flaky test {n % 97} again " * 5,
                         content_type=ContextType.OUTPUT,
-                        tags=[f"topic-{n % 13}"],
+                        tags=(f"topic-{n % 13}",),
                     ),
                     vectors[n - start],
                 )

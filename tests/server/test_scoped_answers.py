@@ -14,6 +14,7 @@ import mcp
 import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.types import TextResourceContents
 
 from tests.server.mcp_scenario import call
 from tests.server_process import start_http_server
@@ -71,7 +72,9 @@ async def test_a_scoped_token_sees_only_its_namespaces_and_no_path(
             assert {"default", "alpha", "beta"} <= {n["name"] for n in everything["namespaces"]}
         async with _client(url.replace("/mcp", "/ns/alpha/mcp"), ONLY_ALPHA) as client:
             stats = await call(client, "get_context_stats")
-            resource = json.loads((await client.read_resource("context://stats")).contents[0].text)  # type: ignore[union-attr]
+            read = (await client.read_resource("context://stats")).contents[0]
+            assert isinstance(read, TextResourceContents)
+            resource = json.loads(read.text)
             health = await call(client, "health_check")
 
     assert [n["name"] for n in stats["namespaces"]] == ["alpha"]

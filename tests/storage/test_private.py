@@ -6,6 +6,7 @@ import os
 import stat
 from pathlib import Path
 
+from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem, ContextType
 from ralph_context.storage import upkeep_worker
 from ralph_context.storage.lance_store import LanceStore
@@ -23,7 +24,7 @@ def loose(root: Path) -> list[str]:
     )
 
 
-def note(n: int) -> tuple[ContextItem, object]:
+def note(n: int) -> tuple[ContextItem, Vectors | None]:
     return ContextItem(content=f"note {n}", content_type=ContextType.OUTPUT), unit(1, n, 0, 0)
 
 
@@ -31,7 +32,7 @@ def test_a_store_opened_to_write_is_made_owner_only_with_what_it_held(tmp_path: 
     root = tmp_path / "store"
     old = os.umask(0o022)  # a store written before: 0644 files under 0755 folders
     try:
-        LanceStore(root, model_id="m", dimension=4).add_items([note(1)])  # type: ignore[list-item]
+        LanceStore(root, model_id="m", dimension=4).add_items([note(1)])
     finally:
         os.umask(old)
     assert loose(root)
@@ -58,7 +59,7 @@ def test_the_upkeep_process_writes_owner_only_files(tmp_path: Path) -> None:
     whatever the writer's umask."""
     store = LanceStore(tmp_path, model_id="m", dimension=4)
     for n in range(3):  # three writes, three files: compaction merges them
-        store.add_items([note(n)])  # type: ignore[list-item]
+        store.add_items([note(n)])
     before = set(tmp_path.rglob("*"))
     upkeep_worker.worker().run({"op": "compact", "uri": str(store.items.uri)})
     written = [p for p in tmp_path.rglob("*") if p not in before and p.is_file()]

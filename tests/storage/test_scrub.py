@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem, ContextType, IterationResult
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
@@ -13,14 +14,13 @@ from ralph_context.storage.store_iterations import FORGOTTEN
 from tests.helpers import files_holding, marker, unit
 
 
-def hundred(secret: str, **extra: object) -> list[tuple[ContextItem, object]]:
+def hundred(secret: str) -> list[tuple[ContextItem, Vectors | None]]:
     """100 items for one write (one data file); the 43rd holds ``secret`` in its text, a tag
     and its metadata."""
     items = [
         ContextItem(
             content=f"ordinary note number {n} about the build",
             content_type=ContextType.OUTPUT,
-            **extra,  # type: ignore[arg-type]
         )
         for n in range(100)
     ]
@@ -37,7 +37,7 @@ def hundred(secret: str, **extra: object) -> list[tuple[ContextItem, object]]:
 def test_a_forgotten_row_leaves_no_file_of_the_hot_table_or_its_indexes(tmp_path: Path) -> None:
     store = LanceStore(tmp_path, model_id="m", dimension=4)
     secret = marker()
-    stored = store.add_items(hundred(secret))  # type: ignore[arg-type]
+    stored = store.add_items(hundred(secret))
     store.maintain()  # the text and tag indexes take the rows in
     assert files_holding(tmp_path, secret)
     store.prune([stored[42].id], [])
@@ -57,7 +57,7 @@ def test_a_rewritten_row_leaves_no_file_after_a_scrub(tmp_path: Path) -> None:
     """Redaction rewrites rows with ``update`` (the old row is deleted, a new one written)."""
     store = LanceStore(tmp_path, model_id="m", dimension=4)
     secret = marker()
-    stored = store.add_items(hundred(secret))  # type: ignore[arg-type]
+    stored = store.add_items(hundred(secret))
     store.maintain()
     store.items.update(
         where=f"id = '{stored[42].id}'",
@@ -75,7 +75,7 @@ def test_a_rewritten_row_leaves_no_file_after_a_scrub(tmp_path: Path) -> None:
 def test_a_forgotten_archived_item_and_its_original_leave_the_archive(tmp_path: Path) -> None:
     store = LanceStore(tmp_path, model_id="m", dimension=4)
     secret = marker()
-    stored = store.add_items(hundred(secret))  # type: ignore[arg-type]
+    stored = store.add_items(hundred(secret))
     summarized = store.add_items(
         [
             (
