@@ -19,6 +19,10 @@ artifacts) are items of no type or tag, so:
   ``[forgotten]``, its tool calls and artifacts are emptied (a summary of a failed
   iteration often repeats its error).
 
+Deleting the newest iteration's record and items lets the iteration clock, read from the
+tables when a store opens, start from the newest one left: the loop reports its own
+numbers, so the next iteration it records moves the clock on again.
+
 The validated selection, ``ForgetSelection``, lives beside the store's other filters
 (``storage/filters.py``), since the store runs it; it is named here too.
 """

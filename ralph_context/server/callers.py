@@ -22,9 +22,10 @@ from typing import Any
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver import Context
 
+from ralph_context.config import Settings
 from ralph_context.server.tokens import EVERY
 
-__all__ = ["LOCAL", "Caller", "caller_of", "current", "serving"]
+__all__ = ["LOCAL", "Caller", "caller_of", "current", "hide_paths", "serving"]
 
 
 @dataclass(frozen=True)
@@ -79,3 +80,17 @@ def serving(context: Context[Any, Any] | None) -> Iterator[Caller]:
 def current() -> Caller:
     """The client of the request being answered (``LOCAL`` outside of one)."""
     return _CALLER.get()
+
+
+def hide_paths(text: str | None, settings: Settings) -> str | None:
+    """``text`` (an error) with the store's and the model's folders replaced by
+    ``<store>`` and ``<model>``, for a remote reader."""
+    if text is None:
+        return None
+    places = {
+        str(settings.store_root()): "<store>",
+        str(settings.embeddings.resolved_model_path()): "<model>",
+    }
+    for place in sorted(places, key=len, reverse=True):
+        text = text.replace(place, places[place])
+    return text

@@ -14,7 +14,7 @@ from ralph_context.engine import EngineHealth
 from ralph_context.forgetting import ForgetReport
 from ralph_context.models import ContextItem, IterationResult, RetrievalResult, RetrievedItem
 from ralph_context.scoring import item_tokens
-from ralph_context.server.callers import LOCAL, Caller
+from ralph_context.server.callers import LOCAL, Caller, hide_paths
 from ralph_context.storage.lance_store import StoreStats
 
 __all__ = [
@@ -284,15 +284,8 @@ class HealthReport(BaseModel):
         else:
             kind = "local" if isinstance(root, Path) else "object storage"
             store = f"{kind} store, namespace {settings.storage.namespace}"
-        places = {str(root): "<store>", str(settings.embeddings.resolved_model_path()): "<model>"}
-
-        def hidden(text: str | None) -> str | None:
-            for place in sorted(places, key=len, reverse=True):
-                text = text if text is None else text.replace(place, places[place])
-            return text
-
         actors = {
-            name: actor.model_copy(update={"last_error": hidden(actor.last_error)})
+            name: actor.model_copy(update={"last_error": hide_paths(actor.last_error, settings)})
             for name, actor in self.actors.items()
         }
         return self.model_copy(update={"store": store, "actors": actors})

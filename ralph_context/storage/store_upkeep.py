@@ -147,7 +147,9 @@ class StoreUpkeep(StoreCore):
         On object storage only the replica holding the maintenance lease does any of it
         (see ``lease``), but a scrub; the others answer that nothing was done, and why.
         """
-        if not scrub and not self.may_maintain():
+        # A scrub takes the lease when it can (so that no other replica starts maintaining
+        # meanwhile) but runs without it too (see scrub).
+        if not self.may_maintain() and not scrub:
             return MaintenanceReport(
                 compacted=False, vector_index_built=False, notes=(ANOTHER_REPLICA,)
             )
