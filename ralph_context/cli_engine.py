@@ -22,9 +22,13 @@ T = TypeVar("T")
 
 
 def engine_for(settings: Settings) -> Engine:
-    """The engine, imported on first use so that commands without one start fast."""
+    """The engine, imported on first use so that commands without one start fast. The
+    command's files are owner-only from here on (``storage.private``): it writes the
+    store."""
     from ralph_context.engine import Engine
+    from ralph_context.storage.private import keep_private
 
+    keep_private()
     return Engine(settings)
 
 

@@ -201,16 +201,32 @@ def forget(
     tag: Annotated[list[str] | None, typer.Option("--tag", help="Carrying this tag.")] = None,
     older_than: Annotated[
         int | None,
-        typer.Option("--older-than", min=0, metavar="ITERATION", help="Created before it."),
+        typer.Option(
+            "--older-than",
+            min=0,
+            metavar="ITERATION",
+            help="Created before it (alone or with --iteration: those iterations' records too).",
+        ),
+    ] = None,
+    iteration: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--iteration",
+            min=0,
+            help="Created in this iteration; repeatable. Alone (or with --older-than): the "
+            "iteration's record too.",
+        ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List; delete nothing.")] = False,
     config: ConfigOption = None,
     as_json: JsonOption = False,
     log_level: LogOption = None,
 ) -> None:
-    """Delete the items the selectors pick (AND-ed), live and archived, for good."""
+    """Delete the items the selectors pick (AND-ed), live and archived, for good, and
+    rewrite the store's files without them. An iteration record whose error item goes is
+    cleared ("[forgotten]")."""
     settings = load_settings(config, log_level)
-    checked(lambda: check_selection(item_id, type_, tag, older_than))
+    checked(lambda: check_selection(item_id, type_, tag, older_than, iteration))
 
     async def work() -> dict[str, Any]:
         async with engine_for(settings) as engine:
@@ -219,9 +235,16 @@ def forget(
                 context_types=type_,
                 tags=tag,
                 older_than_iteration=older_than,
+                iterations=iteration,
                 dry_run=dry_run,
             )
-        return {"dry_run": report.dry_run, "count": report.count, "item_ids": list(report.item_ids)}
+        return {
+            "dry_run": report.dry_run,
+            "count": report.count,
+            "item_ids": list(report.item_ids),
+            "iterations": list(report.iterations),
+            "cleared_iterations": list(report.cleared_iterations),
+        }
 
     payload = run(work)
     if as_json:
@@ -231,6 +254,12 @@ def forget(
     out.print(f"{verb} {payload['count']} item(s)", highlight=False)
     for forgotten in payload["item_ids"]:
         out.print(f"  {forgotten}", highlight=False)
+    if payload["iterations"]:
+        numbers = ", ".join(str(n) for n in payload["iterations"])
+        out.print(f"{verb} the record(s) of iteration(s) {numbers}", highlight=False)
+    if payload["cleared_iterations"]:
+        numbers = ", ".join(str(n) for n in payload["cleared_iterations"])
+        out.print(f"cleared the record(s) of iteration(s) {numbers}", highlight=False)
 
 
 DEMO_ITEMS: tuple[tuple[str, ContextType, tuple[str, ...]], ...] = (

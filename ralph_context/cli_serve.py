@@ -101,6 +101,10 @@ def _serve(
     # Imported here: the MCP SDK and uvicorn add ~1 s to every other command's start-up.
     from ralph_context.server.run import Transport
     from ralph_context.server.run import serve as serve_mcp
+    from ralph_context.storage.private import keep_private
+
+    # The server writes the store (and its logs): owner-only files (see storage.private).
+    keep_private()
 
     chosen = cast(Transport | None, transport)
     run(

@@ -27,6 +27,7 @@ from ralph_context.errors import (
 )
 from ralph_context.forgetting import ForgetReport, check_selection
 from ralph_context.models import (
+    ITERATION_ERROR_TAG,
     ContextItem,
     ContextType,
     IterationResult,
@@ -47,9 +48,8 @@ log = structlog.get_logger("ralph_context.engine")
 # mark_useful: the seed's +0.10 for helpful, -0.15 for not.
 HELPFUL_DELTA = 0.10
 UNHELPFUL_DELTA = -0.15
-# The tag of the error item an iteration's error becomes, and how many error items of one
-# iteration are compared with a new one (runs that reuse iteration numbers add up).
-ITERATION_ERROR_TAG = "iteration-error"
+# How many error items of one iteration are compared with a new one (runs that reuse
+# iteration numbers add up).
 _SAME_ITERATION_ERRORS = 100
 
 
@@ -210,27 +210,44 @@ class IterationLoop(EngineWiring):
         context_types: Sequence[ContextType | str] | None = None,
         tags: Sequence[str] | None = None,
         older_than_iteration: int | None = None,
+        iterations: Sequence[int] | None = None,
         dry_run: bool = False,
     ) -> ForgetReport:
         """Delete the items the selectors pick (AND-ed; at least one), live and archived:
-        their rows, vectors, usage counters and archived originals, then the old table
-        versions that still held them, so no tool, resource or search returns them.
+        their rows, vectors, usage counters and archived originals; with a selection by
+        iteration alone, those iterations' records too; a record whose error item goes is
+        cleared (see ``forgetting``). Then the store is scrubbed (``LanceStore.scrub``):
+        no tool, resource or search returns them, and no file of the store holds them.
 
         Raises:
             InvalidInput: No selector, or a bad one; nothing is deleted.
             ActorUnavailable, StoreError: The store is down or read-only.
         """
-        selection = check_selection(item_ids, context_types, tags, older_than_iteration)
+        selection = check_selection(item_ids, context_types, tags, older_than_iteration, iterations)
         storage = self._require_storage()
         with self._foreground.busy():
-            hot, archived = await storage.forgettable(selection)
-            if dry_run or not (hot or archived):
-                return ForgetReport(dry_run, (*hot, *archived))
-            await storage.prune(hot, archived)
-        # Old versions still hold the rows: drop them now, not after the retention window.
-        await storage.maintain(reclaim=True)
-        log.info("forgotten", items=len(hot) + len(archived))
-        return ForgetReport(False, (*hot, *archived))
+            found = await storage.forgettable(selection)
+            report = ForgetReport(
+                dry_run,
+                (*found.hot, *found.archived),
+                tuple(found.records),
+                tuple(found.cleared),
+            )
+            if dry_run or found.empty:
+                return report
+            if found.hot or found.archived:
+                await storage.prune(found.hot, found.archived)
+            if found.records or found.cleared:
+                await storage.forget_iterations(found.records, found.cleared)
+        # The files and old versions still hold the rows: rewrite and drop them now.
+        await storage.scrub()
+        log.info(
+            "forgotten",
+            items=report.count,
+            iterations=len(found.records),
+            cleared_iterations=len(found.cleared),
+        )
+        return report
 
     async def recent_iterations(self, last_n: int = 5) -> list[IterationResult]:
         """The last ``last_n`` iterations, newest first.

@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 __all__ = [
+    "ITERATION_ERROR_TAG",
     "MAX_COST",
     "MAX_COUNT",
     "MAX_ITERATION",
@@ -98,6 +99,11 @@ class ContextItem(BaseModel):
 MAX_ITERATION = 2**31 - 1
 MAX_COUNT = 2**53 - 1
 MAX_COST = 1e12
+
+
+# The tag of the item an iteration's reported error becomes (the engine stores it; forget
+# clears the iteration's record with it).
+ITERATION_ERROR_TAG = "iteration-error"
 
 
 class IterationResult(BaseModel):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from ralph_context.engine import Engine
@@ -94,8 +95,8 @@ async def redact_store(engine: Engine, *, dry_run: bool = False) -> RedactReport
     for result in iterations:
         await storage.add_iteration(redactor.iteration(result))
     await engine.in_packs(_pack_rows(redactor.clean, write=True))
-    # The old rows are still in old versions and data files: drop them now.
-    await storage.maintain(reclaim=True)
+    # The old rows are still in old versions and data files: rewrite and drop them now.
+    await storage.scrub()
     return report
 
 
@@ -151,7 +152,11 @@ def _pack_rows(clean: Callable[[str], str], *, write: bool) -> Callable[[PackSpa
             table = space.db.open_table(name)
             if name in _CORE_TABLES or "id" not in table.schema.names:
                 continue
-            texts = [f.name for f in table.schema if str(f.type) in ("string", "large_string")]
+            texts = [
+                f.name
+                for f in table.schema
+                if str(f.type) in ("string", "large_string") and f.name != "id"
+            ]
             if not texts:
                 continue
             rows = table.search().select(["id", *texts]).limit(None).to_arrow().to_pylist()
@@ -167,9 +172,18 @@ def _pack_rows(clean: Callable[[str], str], *, write: bool) -> Callable[[PackSpa
                 for new in updates:
                     values = {k: v for k, v in new.items() if k != "id"}
                     table.update(where=_id_is(new["id"]), values=values)
+                _scrub_pack_table(table)
         return changed
 
     return run
+
+
+def _scrub_pack_table(table: Any) -> None:
+    """A pack table's old rows off the disk (``LanceStore.scrub`` leaves pack tables alone):
+    every file holding an updated row rewritten, its indexes refreshed, old versions gone."""
+    dataset = table.to_lance()
+    dataset.optimize.compact_files(materialize_deletions_threshold=0.0)
+    table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
 
 
 def _id_is(value: str) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
@@ -25,3 +27,18 @@ def unit(*values: float) -> NDArray[np.float32]:
 async def advance(engine: Engine, to: int) -> None:
     """Move the engine's iteration clock to ``to`` by storing an iteration result."""
     await engine.record_iteration(IterationResult(iteration=to, success=True, summary="tick"))
+
+
+def marker() -> str:
+    """A word found nowhere else: lowercase (the full-text index keeps tokens lowercased)."""
+    return "zq7marker" + secrets.token_hex(8)
+
+
+def files_holding(root: Path, text: str) -> list[str]:
+    """Every file under ``root`` whose bytes hold ``text``, any case (``grep -ril``)."""
+    needle = text.lower().encode()
+    return sorted(
+        str(path.relative_to(root))
+        for path in root.rglob("*")
+        if path.is_file() and needle in path.read_bytes().lower()
+    )

@@ -7,14 +7,11 @@ single-row updates made searches 10x slower until compaction. After ``optimize_e
 writes it compacts the tables, in the same lane.
 
 Reads do not queue behind writes: LanceDB serves each read from the latest committed
-version while a write or a compaction is under way, so the read helpers run at once in
-worker threads (at most ``_READERS`` together). A search therefore never waits for a
-lifecycle pass, an archive of thousands of items or an index rebuild; a read sees every
-write whose call has returned.
-
-This module opens the store and serves the inbox; the requests are in ``storage_requests``,
-the helpers callers use in ``storage_writes`` (through the inbox) and ``storage_reads`` (at
-once).
+version during a write or a compaction, so reads run at once in worker threads (at most
+``_READERS``): a search never waits for a lifecycle pass or an index rebuild, and sees every
+write whose call has returned. This module opens the store and serves the inbox; requests
+are in ``storage_requests``, the callers' helpers in ``storage_writes`` (through the inbox)
+and ``storage_reads`` (at once).
 """
 
 from __future__ import annotations
@@ -37,6 +34,7 @@ from ralph_context.actors.storage_requests import (
     ArchiveItems,
     DeleteItems,
     FlushUsage,
+    ForgetIterations,
     InPacks,
     Maintain,
     Prune,
@@ -243,8 +241,9 @@ class StorageActor(StorageReads, StorageWrites):
                 await self._run(self.store.add_iteration, result)
                 self._writes += 1
                 return None
-            case Maintain(reclaim):
-                return await self._maintain(reclaim=reclaim)
+            case Maintain(reclaim, scrub):
+                # A scrub is awaited by its caller: at the writer's priority.
+                return await self._maintain(reclaim=reclaim, scrub=scrub, urgent=scrub)
             case RepairVectorIndex():
                 return await self._repair_vector_index()
             case SetVectors(vectors):
@@ -265,6 +264,9 @@ class StorageActor(StorageReads, StorageWrites):
             case Rewrite(hot, archived):
                 self._writes += 2
                 return await self._run(rewrite_rows, self.store, hot, archived)
+            case ForgetIterations(deleted, cleared):
+                self._writes += 2
+                return await self._run(self.store.forget_iterations, deleted, cleared)
             case InPacks(function):
                 return await self._in_packs(function)
             case AddItems(pairs):
@@ -376,19 +378,9 @@ class StorageActor(StorageReads, StorageWrites):
             or 2 * self.store.unindexed_rows >= _UNINDEXED_ROWS
         )
 
-    def _refuse_write(self, request: StorageRequest) -> object:
-        """What a read-only open answers: nothing to flush or maintain, and no writes."""
-        match request:
-            case FlushUsage():
-                return None
-            case Maintain():
-                return MaintenanceReport(compacted=False, vector_index_built=False)
-        raise StoreError(
-            f"the store at {self.location} is open read-only (another process writes it): "
-            f"{type(request).__name__} is a write"
-        )
-
-    async def _maintain(self, *, reclaim: bool = False, urgent: bool = False) -> MaintenanceReport:
+    async def _maintain(
+        self, *, reclaim: bool = False, scrub: bool = False, urgent: bool = False
+    ) -> MaintenanceReport:
         self._writes = 0
         self._flushed_at = anyio.current_time()
 
@@ -396,7 +388,7 @@ class StorageActor(StorageReads, StorageWrites):
             # Requests queued behind a calm maintenance hurry the rest of it.
             hurry = hurried_when(lambda: self.queued > 0)
             with at_normal_priority() if urgent else hurry:
-                return self.store.maintain(reclaim=reclaim)
+                return self.store.scrub() if scrub else self.store.maintain(reclaim=reclaim)
 
         return await self._run(maintain)
 

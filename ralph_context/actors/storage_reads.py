@@ -25,7 +25,7 @@ from ralph_context.models import ContextItem, IterationResult
 from ralph_context.runtime import Actor, ActorState
 from ralph_context.storage.archive import ArchivedItem
 from ralph_context.storage.filters import DueFilter, ItemFilter
-from ralph_context.storage.lance_store import AgeRow, LanceStore, StoreStats
+from ralph_context.storage.lance_store import AgeRow, Forgettable, LanceStore, StoreStats
 
 log = structlog.get_logger("ralph_context.storage")
 
@@ -127,8 +127,8 @@ class StorageReads(Actor[StorageRequest, object]):
     ) -> list[ArchivedItem]:
         return await self._read(LanceStore.archived_rows, before, below)
 
-    async def forgettable(self, selection: ForgetSelection) -> tuple[list[str], list[str]]:
-        """Hot and archived ids a forget call selects (see ``forgetting``)."""
+    async def forgettable(self, selection: ForgetSelection) -> Forgettable:
+        """The items and iteration records a forget call selects (see ``forgetting``)."""
         return await self._read(LanceStore.forgettable, selection)
 
     async def missing_vectors(self, limit: int) -> list[ContextItem]:

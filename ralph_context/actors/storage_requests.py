@@ -61,6 +61,7 @@ class AddIteration:
 @dataclass(frozen=True)
 class Maintain:
     reclaim: bool = False
+    scrub: bool = False  # see LanceStore.scrub
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,14 @@ class ArchiveItems:
 class Prune:
     hot: tuple[str, ...]
     archived: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ForgetIterations:
+    """Delete the records of ``deleted``, clear those of ``cleared`` (see forgetting)."""
+
+    deleted: tuple[int, ...]
+    cleared: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -123,6 +132,7 @@ StorageRequest = (
     | SummarizeItems
     | ArchiveItems
     | Prune
+    | ForgetIterations
     | RepairVectorIndex
     | SetVectors
     | Rewrite

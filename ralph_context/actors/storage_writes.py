@@ -19,6 +19,7 @@ from ralph_context.actors.storage_requests import (
     ArchiveItems,
     DeleteItems,
     FlushUsage,
+    ForgetIterations,
     InPacks,
     Maintain,
     Prune,
@@ -30,7 +31,9 @@ from ralph_context.actors.storage_requests import (
     SummarizeItems,
 )
 from ralph_context.embeddings.local import Vectors
+from ralph_context.errors import StoreError
 from ralph_context.models import ContextItem, ContextState, IterationResult
+from ralph_context.object_location import Location
 from ralph_context.runtime import Actor, ActorState
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
@@ -52,6 +55,19 @@ class StorageWrites(Actor[StorageRequest, object]):
     timeout: float
     read_only: bool
     _flushed_at: float
+    location: Location | None
+
+    def _refuse_write(self, request: StorageRequest) -> object:
+        """What a read-only open answers: nothing to flush or maintain, and no writes."""
+        match request:
+            case FlushUsage():
+                return None
+            case Maintain(scrub=False):
+                return MaintenanceReport(compacted=False, vector_index_built=False)
+        raise StoreError(
+            f"the store at {self.location} is open read-only (another process writes it): "
+            f"{type(request).__name__} is a write"
+        )
 
     async def add_items(
         self, pairs: Sequence[tuple[ContextItem, Vectors | None]]
@@ -107,6 +123,18 @@ class StorageWrites(Actor[StorageRequest, object]):
         reply = await self.call(Maintain(reclaim), timeout=self.timeout * 10)
         return cast(MaintenanceReport, reply)
 
+    async def scrub(self) -> MaintenanceReport:
+        """Rewrite the store's files so that rows deleted or rewritten before this call
+        are on no file of it, then drop the old versions (``LanceStore.scrub``; what a
+        forget and a redaction end with). Queued behind the writes sent before it.
+
+        Raises:
+            ActorUnavailable: The store is down or took over ten times the deadline.
+            StoreError: The store is open read-only.
+        """
+        reply = await self.call(Maintain(reclaim=True, scrub=True), timeout=self.timeout * 10)
+        return cast(MaintenanceReport, reply)
+
     async def set_state(self, ids: Sequence[str], state: ContextState) -> None:
         await self.call(SetState(tuple(ids), state), timeout=self.timeout)
 
@@ -119,6 +147,11 @@ class StorageWrites(Actor[StorageRequest, object]):
     async def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
         reply = await self.call(Prune(tuple(hot), tuple(archived)), timeout=self.timeout)
         return cast(int, reply)
+
+    async def forget_iterations(self, deleted: Sequence[int], cleared: Sequence[int]) -> None:
+        """Delete the records of iterations ``deleted``, clear those of ``cleared``
+        (``LanceStore.forget_iterations``); a scrub takes the old text off the disk."""
+        await self.call(ForgetIterations(tuple(deleted), tuple(cleared)), timeout=self.timeout)
 
     async def set_vectors(self, vectors: dict[str, Vectors]) -> int:
         return cast(int, await self.call(SetVectors(vectors), timeout=self.timeout))

@@ -39,6 +39,7 @@ from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.engine import Engine
 from ralph_context.errors import InvalidInput, RalphContextError
 from ralph_context.packs import register_packs
+from ralph_context.server import callers
 from ralph_context.server.custom_prompts import argument_problem
 from ralph_context.server.prompts import register_prompts
 from ralph_context.server.resources import register_resources
@@ -92,7 +93,8 @@ class ContextServer(MCPServer):
             raise ToolError(unknown_tool(name, known, hidden=self.hidden_tools))
         audited = name in await self._write_tools()
         try:
-            result = await super().call_tool(name, arguments, context)
+            with callers.serving(context):
+                result = await super().call_tool(name, arguments, context)
         except Exception as exc:
             if audited:
                 _audit(name, self.namespace, context, f"refused: {type(exc).__name__}")
@@ -125,7 +127,8 @@ class ContextServer(MCPServer):
         self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
     ) -> Iterable[ReadResourceContents] | InputRequiredResult:
         try:
-            return await super().read_resource(uri, context)
+            with callers.serving(context):
+                return await super().read_resource(uri, context)
         except ResourceNotFoundError:
             manager = self._resource_manager
             if _served(str(uri), manager.list_templates()):

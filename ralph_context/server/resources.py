@@ -13,6 +13,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from ralph_context.errors import InvalidInput, ItemNotFound, RalphContextError
 from ralph_context.privacy import counted
+from ralph_context.server import callers
 from ralph_context.server.schemas import ContextStats, Skills
 from ralph_context.toolkit import EngineHolder
 
@@ -35,7 +36,8 @@ def register_resources(server: MCPServer, holder: EngineHolder) -> None:
         except RalphContextError as exc:
             raise ResourceError(str(exc)) from exc
         redacted = counted(engine.redactor.counts)
-        return ContextStats.of(found, settings, redacted=redacted).model_dump_json(indent=2)
+        answer = ContextStats.of(found, settings, callers.current(), redacted=redacted)
+        return answer.model_dump_json(indent=2)
 
     @server.resource("context://skills", name="skills", mime_type=JSON)
     async def skills() -> str:

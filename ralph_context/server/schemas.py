@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -14,6 +15,7 @@ from ralph_context.engine import EngineHealth
 from ralph_context.forgetting import ForgetReport
 from ralph_context.models import ContextItem, IterationResult, RetrievalResult, RetrievedItem
 from ralph_context.scoring import item_tokens
+from ralph_context.server.callers import LOCAL, Caller, hide_paths
 from ralph_context.storage.lance_store import StoreStats
 
 __all__ = [
@@ -125,10 +127,19 @@ class Forgotten(BaseModel):
     dry_run: bool
     count: int
     item_ids: list[str]
+    # Iteration records deleted, and records kept with their text cleared.
+    iterations: list[int]
+    cleared_iterations: list[int]
 
     @classmethod
     def of(cls, report: ForgetReport) -> Forgotten:
-        return cls(dry_run=report.dry_run, count=report.count, item_ids=list(report.item_ids))
+        return cls(
+            dry_run=report.dry_run,
+            count=report.count,
+            item_ids=list(report.item_ids),
+            iterations=list(report.iterations),
+            cleared_iterations=list(report.cleared_iterations),
+        )
 
 
 class LifecycleAnswer(BaseModel):
@@ -190,9 +201,16 @@ class ContextStats(BaseModel):
 
     @classmethod
     def of(
-        cls, stats: StoreStats, settings: Settings, *, redacted: Mapping[str, int] | None = None
+        cls,
+        stats: StoreStats,
+        settings: Settings,
+        caller: Caller = LOCAL,
+        *,
+        redacted: Mapping[str, int] | None = None,
     ) -> ContextStats:
-        """``stats`` of the namespace ``settings`` name, with every namespace of its store."""
+        """``stats`` of the namespace ``settings`` name, with every namespace of its store
+        that ``caller`` may see (a scoped token: its own; see ``callers``), and what was
+        redacted since start."""
         here = settings.storage.namespace
         if settings.is_ephemeral:
             entries = [NamespaceEntry(name=here, size_mb=round(stats.size_bytes / _MIB, 2))]
@@ -200,6 +218,7 @@ class ContextStats(BaseModel):
             entries = [
                 NamespaceEntry(name=n.name, size_mb=n.size_mb)
                 for n in namespaces.listing(settings.store_root())
+                if caller.sees(n.name)
             ]
         return cls(
             **stats.__dict__,
@@ -272,3 +291,19 @@ class HealthReport(BaseModel):
             redaction="on" if health.redaction else "off",
             redacted=dict(health.redacted),
         )
+
+    def without_paths(self, settings: Settings) -> HealthReport:
+        """This report for a remote client (see ``callers``): the store named by its kind
+        and namespace, and the store's and the model's folders replaced by ``<store>`` and
+        ``<model>`` in the actors' last errors."""
+        root = settings.store_root()
+        if settings.is_ephemeral:
+            store = "memory"
+        else:
+            kind = "local" if isinstance(root, Path) else "object storage"
+            store = f"{kind} store, namespace {settings.storage.namespace}"
+        actors = {
+            name: actor.model_copy(update={"last_error": hide_paths(actor.last_error, settings)})
+            for name, actor in self.actors.items()
+        }
+        return self.model_copy(update={"store": store, "actors": actors})

@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, Field
 from ralph_context import __version__
 from ralph_context.arguments import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS, MIN_SCORE_HELP, NewItem
 from ralph_context.errors import RalphContextError
-from ralph_context.forgetting import MAX_FORGET_IDS
+from ralph_context.forgetting import MAX_FORGET_IDS, MAX_FORGET_ITERATIONS
 from ralph_context.metadata_filter import MAX_CONDITIONS, MetadataCondition
 from ralph_context.models import (
     MAX_COST,
@@ -26,6 +26,7 @@ from ralph_context.models import (
     IterationResult,
 )
 from ralph_context.privacy import counted
+from ralph_context.server import callers
 from ralph_context.server.schemas import (
     ContextAnswer,
     ContextStats,
@@ -321,39 +322,53 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
         context_types: Annotated[list[TypeName] | None, Field(max_length=6)] = None,
         tags: Tags = None,
         older_than_iteration: Annotated[int | None, Field(ge=0, le=MAX_ITERATION)] = None,
+        iterations: Annotated[
+            list[Annotated[int, Field(ge=0, le=MAX_ITERATION)]] | None,
+            Field(max_length=MAX_FORGET_ITERATIONS),
+        ] = None,
         dry_run: bool = False,
     ) -> Forgotten:
         """Delete the items the selectors pick, live and archived, for good: no tool,
-        resource or search returns them afterwards. Selectors combine with AND; at least
-        one is required. dry_run lists what would go."""
+        resource or search returns them afterwards, and the store's files are rewritten
+        without them. Selectors combine with AND; at least one is required. iterations:
+        items created in these iterations. Picked by iteration alone (iterations and/or
+        older_than_iteration), those iterations' records (get_iteration_history) go too;
+        a record whose error item goes is kept with its summary and error replaced by
+        "[forgotten]". dry_run lists what would go."""
         report = await holder.get().forget(
             item_ids=item_ids,
             context_types=context_types,
             tags=tags,
             older_than_iteration=older_than_iteration,
+            iterations=iterations,
             dry_run=dry_run,
         )
         return Forgotten.of(report)
 
     @server.tool(annotations=READ)
     async def get_context_stats() -> ContextStats:
-        """Counts by type and state, archive size, disk use, index and model."""
+        """Counts by type and state, archive size, disk use, index and model; the
+        namespaces of the store your token may use, with their sizes; secrets redacted
+        since start, by kind."""
         engine = holder.get()
         stats = await engine.stats()
-        return ContextStats.of(stats, settings, redacted=counted(engine.redactor.counts))
+        redacted = counted(engine.redactor.counts)
+        return ContextStats.of(stats, settings, callers.current(), redacted=redacted)
 
     @server.tool(annotations=READ)
     async def health_check() -> HealthReport:
-        """Per-actor health, the retrieval tier in force, store size and model."""
+        """Per-actor health, the retrieval tier in force, store size and model (over HTTP,
+        the store is named by its kind and namespace, not its path)."""
         engine = holder.get()
         try:
             size: int | None = await engine.size_bytes()
         except RalphContextError:  # the store is down: health says so below
             size = None
-        return HealthReport.of(
+        report = HealthReport.of(
             engine.health(),
             size_bytes=size,
             max_size_mb=settings.storage.max_size_mb,
             current_iteration=engine.current_iteration,
             version=__version__,
         )
+        return report.without_paths(settings) if callers.current().remote else report

@@ -312,18 +312,23 @@ class ArchiveStore:
         *,
         delete_unverified: bool = False,
         index_from: int = 5_000,
+        scrub: bool = False,
     ) -> None:
         """Compact every month table (and with ``retention``, drop versions older than
         that), and give one with ``index_from`` vectors or more a vector index: a loop
         archives most of what it stores, and an archive of 100k items scanned exactly on
-        every weak query cost more than the hot search itself."""
+        every weak query cost more than the hot search itself. ``scrub``: every table is
+        compacted so that no file keeps a deleted row (see ``upkeep.tidy``); the archive's
+        indexes hold vectors and the reason, no text, so folding them in suffices."""
         for name in self.tables():
             table = self._table(name)
             rows = self._count(name)
             columns = [index.columns for index in table.list_indices()]
             indexed = ["vector"] in columns
             added = rows - self._optimized_rows.get(name, rows)
-            tidied = bool(added) or retention is not None or name not in self._optimized_rows
+            tidied = (
+                scrub or bool(added) or retention is not None or name not in self._optimized_rows
+            )
             if tidied:
                 tidy(
                     table,
@@ -331,6 +336,7 @@ class ArchiveStore:
                     cleanup_older_than=retention,
                     delete_unverified=delete_unverified,
                     shared=self.shared,
+                    scrub=scrub,
                 )
             if indexed:
                 # Each optimize adds a delta to the index (see index_merge).

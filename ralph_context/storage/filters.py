@@ -108,6 +108,7 @@ class ItemFilter:
     has_vector: bool | None = None
     sequences: tuple[int, ...] = ()
     metadata: tuple[MetadataCondition, ...] = ()
+    created_in: tuple[int, ...] = ()
 
     def to_sql(self) -> str | None:
         """The ``where`` clause, or ``None`` when nothing is filtered."""
@@ -128,6 +129,9 @@ class ItemFilter:
         if self.sequences:
             # int(): these come from the store's own column, but a clause never trusts that.
             parts.append(f"sequence IN ({', '.join(str(int(n)) for n in self.sequences)})")
+        if self.created_in:
+            numbers = ", ".join(str(int(n)) for n in self.created_in)
+            parts.append(f"created_iteration IN ({numbers})")
         parts.extend(metadata_sql(condition) for condition in self.metadata)
         if self.has_vector is not None:
             parts.append("vector IS NOT NULL" if self.has_vector else "vector IS NULL")
@@ -175,6 +179,15 @@ class ForgetSelection:
     types: tuple[ContextType, ...] = ()
     tags: tuple[str, ...] = ()
     older_than: int | None = None
+    iterations: tuple[int, ...] = ()
+
+    @property
+    def takes_records(self) -> bool:
+        """Whether iteration records go too: when the selection picks by iteration alone
+        (``iterations``, ``older_than``). Ids, types and tags pick items, which a record
+        is not (a record whose error item goes is cleared instead; see ``forgetting``)."""
+        by_iteration = bool(self.iterations) or self.older_than is not None
+        return by_iteration and not (self.ids or self.types or self.tags)
 
     def live_filter(self) -> ItemFilter:
         """The selection as a filter on the hot table."""
@@ -183,6 +196,7 @@ class ForgetSelection:
             types=self.types,
             tags_any=self.tags,
             max_iteration=None if self.older_than is None else self.older_than - 1,
+            created_in=self.iterations,
         )
 
     def matches(self, item: ContextItem) -> bool:
@@ -192,4 +206,5 @@ class ForgetSelection:
             and (not self.types or item.content_type in self.types)
             and (not self.tags or any(tag in self.tags for tag in item.tags))
             and (self.older_than is None or item.created_iteration < self.older_than)
+            and (not self.iterations or item.created_iteration in self.iterations)
         )

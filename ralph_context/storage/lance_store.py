@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from ralph_context.storage.store_items import StoreItems
 from ralph_context.storage.store_iterations import StoreIterations
-from ralph_context.storage.store_lifecycle import AgeRow, StoreLifecycle
+from ralph_context.storage.store_lifecycle import AgeRow, Forgettable, StoreLifecycle
 from ralph_context.storage.store_upkeep import MaintenanceReport, StoreStats, StoreUpkeep
 
-__all__ = ["AgeRow", "LanceStore", "MaintenanceReport", "StoreStats"]
+__all__ = ["AgeRow", "Forgettable", "LanceStore", "MaintenanceReport", "StoreStats"]
 
 
 class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):

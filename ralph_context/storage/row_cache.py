@@ -43,6 +43,12 @@ class RowCache:
         self.hits = 0
         self.misses = 0
 
+    def clear(self) -> None:
+        """Drop every row (after a scrub: a forgotten or redacted row must not stay in
+        memory either, though no query would name its address again)."""
+        with self._lock:
+            self._rows.clear()
+
     def take(
         self, table: Any, row_ids: Sequence[int], fetch: Callable[[Any, list[int]], pa.Table]
     ) -> tuple[pa.Table, list[int]]:

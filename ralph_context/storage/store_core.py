@@ -24,7 +24,7 @@ from lancedb.index import FTS, Bitmap, BTree, LabelList
 from ralph_context.errors import ModelMismatch, StoreError
 from ralph_context.models import ContextItem
 from ralph_context.object_location import Location, ObjectLocation
-from ralph_context.storage import json_metadata, threads, writer_lock
+from ralph_context.storage import json_metadata, private, threads, writer_lock
 from ralph_context.storage.archive import ArchiveStore
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
@@ -58,6 +58,9 @@ _SCALAR_INDEXES = (
     ("content", FTS()),
     (threads.SEQUENCE, BTree()),
 )
+# The indexes holding the items' own words (the others hold ids, numbers and fixed names):
+# a scrub builds them again, since compaction leaves a deleted row's values in them.
+TEXT_BEARING = tuple((c, config) for c, config in _SCALAR_INDEXES if c in ("tags", "content"))
 
 
 def options_for(location: Location | None) -> dict[str, str]:
@@ -105,6 +108,7 @@ class StoreCore:
         self.vector_index_min_rows = vector_index_min_rows
         self.version_retention = version_retention
         if self.lock_at is not None and not read_only:
+            private.secure(self.lock_at)
             writer_lock.acquire(self.lock_at)
         try:
             self._open(model_id, dimension)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 
 from ralph_context.models import IterationResult
@@ -10,6 +12,11 @@ from ralph_context.storage.schema import (
     iteration_to_row,
 )
 from ralph_context.storage.store_core import StoreCore
+
+__all__ = ["FORGOTTEN", "StoreIterations"]
+
+# What a cleared record's summary (and error, if it had one) says instead of the text.
+FORGOTTEN = "[forgotten]"
 
 
 class StoreIterations(StoreCore):
@@ -41,3 +48,49 @@ class StoreIterations(StoreCore):
         rows = self.iterations.to_arrow().to_pylist()
         rows.sort(key=lambda r: (r["iteration"], r["created_at"]), reverse=True)
         return [iteration_from_row(r) for r in rows[:last_n]]
+
+    def iterations_among(self, numbers: Sequence[int] = (), before: int | None = None) -> list[int]:
+        """The recorded iterations among ``numbers`` (all when empty) and before ``before``
+        (no bound when ``None``), ascending."""
+        clauses = []
+        if numbers:
+            clauses.append(f"iteration IN ({', '.join(str(int(n)) for n in numbers)})")
+        if before is not None:
+            clauses.append(f"iteration < {int(before)}")
+        query = self.iterations.search().select(["iteration"]).limit(None)
+        if clauses:
+            query = query.where(" AND ".join(clauses))
+        return sorted({int(n) for n in query.to_arrow().column("iteration").to_pylist()})
+
+    def forget_iterations(self, deleted: Sequence[int], cleared: Sequence[int]) -> None:
+        """Delete the records of iterations ``deleted``; keep those of ``cleared`` (their
+        numbers, outcome, duration, tokens and cost) with their text gone: the summary (and
+        the error, if any) become ``FORGOTTEN``, tool calls and artifacts empty. A cleared
+        record keeps the loop's numbering and the lifecycle clock whole. The old text stays
+        in the table's files until a scrub (``StoreUpkeep.scrub``)."""
+        if deleted:
+            numbers = ", ".join(str(int(n)) for n in deleted)
+            self.iterations.delete(f"iteration IN ({numbers})")
+        rows = []
+        for number in cleared:
+            found = self.iteration(number)
+            if found is None:
+                continue
+            rows.append(
+                iteration_to_row(
+                    found.model_copy(
+                        update={
+                            "summary": FORGOTTEN,
+                            "error": None if found.error is None else FORGOTTEN,
+                            "tool_calls": (),
+                            "artifacts": (),
+                        }
+                    )
+                )
+            )
+        if rows:
+            (
+                self.iterations.merge_insert("iteration")
+                .when_matched_update_all()
+                .execute(pa.Table.from_pylist(rows, schema=self.iterations.schema))
+            )

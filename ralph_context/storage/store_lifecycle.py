@@ -12,12 +12,13 @@ from datetime import datetime
 import pyarrow as pa
 
 from ralph_context.embeddings.local import Vectors
-from ralph_context.models import ContextItem, ContextState, ContextType
+from ralph_context.models import ITERATION_ERROR_TAG, ContextItem, ContextState, ContextType
 from ralph_context.storage import reads
 from ralph_context.storage.archive import ArchivedItem
 from ralph_context.storage.filters import DueFilter, ForgetSelection, ItemFilter
 from ralph_context.storage.schema import item_to_row
 from ralph_context.storage.store_items import StoreItems
+from ralph_context.storage.store_iterations import StoreIterations
 from ralph_context.storage.usage import Usage
 from ralph_context.storage.vectors import vector_list
 
@@ -33,11 +34,27 @@ class AgeRow:
     usefulness: float
 
 
+@dataclass(frozen=True)
+class Forgettable:
+    """What a forget selection picks: hot items, archived items not in the hot table, the
+    iteration records to delete, and those to clear (the error their iteration reported
+    is among the items going, and the record would show it)."""
+
+    hot: list[str]
+    archived: list[str]
+    records: list[int]
+    cleared: list[int]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.hot or self.archived or self.records or self.cleared)
+
+
 # Ids per IN (...) clause: keeps statements small when thousands of items change state.
 _ID_CHUNK = 500
 
 
-class StoreLifecycle(StoreItems):
+class StoreLifecycle(StoreItems, StoreIterations):
     """Moves of hot items through their states and into the archive (see the module's
     docstring)."""
 
@@ -195,18 +212,33 @@ class StoreLifecycle(StoreItems):
         created before that iteration, with ``below`` only those less useful than that."""
         return self.archive.rows("archived", before=before, below=below)
 
-    def forgettable(self, selection: ForgetSelection) -> tuple[list[str], list[str]]:
-        """The ids ``selection`` picks: hot items, and archived items not in the hot table."""
+    def forgettable(self, selection: ForgetSelection) -> Forgettable:
+        """What ``selection`` picks (see :class:`Forgettable`)."""
         where = selection.live_filter().to_sql()
-        rows = self.items.search().where(where).select(["id"]).limit(None).to_arrow()
+        columns = ["id", "content_type", "tags", "created_iteration"]
+        rows = self.items.search().where(where).select(columns).limit(None).to_arrow()
         hot = [str(i) for i in rows.column("id").to_pylist()]
+        errors = {
+            int(row["created_iteration"])
+            for row in rows.to_pylist()
+            if row["content_type"] == ContextType.ERROR.value
+            and ITERATION_ERROR_TAG in (row["tags"] or ())
+        }
         live = set(hot)
-        archived = [
-            entry.item.id
-            for entry in self.archive.rows("archived")
-            if entry.item.id not in live and selection.matches(entry.item)
-        ]
-        return hot, archived
+        archived = []
+        for entry in self.archive.rows("archived"):
+            item = entry.item
+            if item.id not in live and selection.matches(item):
+                archived.append(item.id)
+                if item.content_type is ContextType.ERROR and ITERATION_ERROR_TAG in item.tags:
+                    errors.add(item.created_iteration)
+        records = (
+            self.iterations_among(selection.iterations, selection.older_than)
+            if selection.takes_records
+            else []
+        )
+        cleared = [n for n in self.iterations_among(sorted(errors)) if n not in records]
+        return Forgettable(hot, archived, records, cleared if errors else [])
 
     def prune(self, hot: Sequence[str], archived: Sequence[str]) -> int:
         """Delete items for good: from the hot table, and every archive row of either list

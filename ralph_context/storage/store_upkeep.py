@@ -18,7 +18,7 @@ from ralph_context import namespaces
 from ralph_context.storage import reads, upkeep_worker
 from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
 from ralph_context.storage.index_merge import merge_deltas
-from ralph_context.storage.store_core import TEXT_INDEX, StoreCore
+from ralph_context.storage.store_core import TEXT_BEARING, TEXT_INDEX, StoreCore
 from ralph_context.storage.tally import counts
 from ralph_context.storage.upkeep import in_memory, tidy
 from ralph_context.storage.vectors import partitions, probes
@@ -57,6 +57,7 @@ class MaintenanceReport:
     vector_index_built: bool
     versions_removed: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    scrubbed: bool = False
 
 
 class StoreUpkeep(StoreCore):
@@ -101,18 +102,54 @@ class StoreUpkeep(StoreCore):
         if not self.read_only and not in_memory(self.items):
             upkeep_worker.worker().start()
 
-    def maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
+    def scrub(self) -> MaintenanceReport:
+        """Make what was deleted or rewritten unreadable on disk: after a forget (rows
+        deleted) or a redaction (rows rewritten by ``update``, which deletes the old row and
+        writes a new one). A deleted row is only hidden: Lance keeps it in its data file
+        until that file is rewritten, which maintenance does at half the file deleted, and
+        every older version keeps its files. So, in every table of the store (hot items,
+        iterations, usage, request keys, each archive month): every file holding a deleted
+        row is rewritten without it, whatever its share; the indexes take in the moves, and
+        the ones that hold the text (full-text on ``content``, labels on ``tags``) are built
+        again from the rows; then every old version goes, as with ``reclaim``. This
+        process's row cache is emptied too.
+
+        Verified by grepping the store's files for a forgotten marker (tests/storage): none
+        left on disk, in data, deletion or index files.
+
+        Readers: as ``reclaim``, the versions dropped may be the one a read in flight is on
+        (that read fails; the next sees the new version). On object storage the versions
+        another replica may still read (replaced less than a minute ago, see
+        ``kept_for_readers``) are kept, so the old files there go at a later maintenance,
+        once past the retention window; other replicas' row caches keep their rows until
+        they restart. The maintenance lease is not waited for: a forget cannot wait for
+        another replica, and Lance's commit protocol refuses or retries a compaction that
+        conflicts with the holder's.
+
+        The tool packs' tables are left alone: a forget does not touch them.
+
+        Costs a full compaction plus the two text indexes built again (measured in the
+        CHANGELOG).
+        """
+        report = self.maintain(reclaim=True, scrub=True)
+        if self.row_cache is not None:
+            self.row_cache.clear()
+        return report
+
+    def maintain(self, *, reclaim: bool = False, scrub: bool = False) -> MaintenanceReport:
         """Compact files, fold new rows into the indexes, drop old versions, and build the
         vector index once the table is large enough (retrained when it has doubled since).
 
         ``reclaim`` drops every old version at once (not only those past the retention
         window): pruning for space needs the deleted rows' files gone now (on object
-        storage, those no replica may still read).
+        storage, those no replica may still read). ``scrub``: see :meth:`scrub`.
 
         On object storage only the replica holding the maintenance lease does any of it
-        (see ``lease``); the others answer that nothing was done, and why.
+        (see ``lease``), but a scrub; the others answer that nothing was done, and why.
         """
-        if not self.may_maintain():
+        # A scrub takes the lease when it can (so that no other replica starts maintaining
+        # meanwhile) but runs without it too (see scrub).
+        if not self.may_maintain() and not scrub:
             return MaintenanceReport(
                 compacted=False, vector_index_built=False, notes=(ANOTHER_REPLICA,)
             )
@@ -138,7 +175,9 @@ class StoreUpkeep(StoreCore):
         # The full-text index is rewritten whole to take in new rows (0.14-0.19 s at 57k):
         # it waits until enough rows are outside it, which a query scans meanwhile.
         self._text_pending += folded
-        text_due = built or self._text_pending >= min(_TEXT_BATCH, self._vector_rows // 16 + 1)
+        text_due = (
+            scrub or built or self._text_pending >= min(_TEXT_BATCH, self._vector_rows // 16 + 1)
+        )
         before = len(self.items.list_versions()) if cleanup else 0
         with warnings.catch_warnings():
             # Lance warns that readers of old versions would fail: this process is the only
@@ -154,11 +193,14 @@ class StoreUpkeep(StoreCore):
                     cleanup_older_than=retention if cleanup else None,
                     delete_unverified=reclaim,
                     shared=self.shared,
+                    scrub=scrub,
+                    rebuild=TEXT_BEARING if scrub and table is self.items else (),
                 )
             self.archive.optimize(
                 retention if cleanup else None,
                 delete_unverified=reclaim,
                 index_from=self.vector_index_min_rows,
+                scrub=scrub,
             )
         if text_due:
             self._text_pending = 0
@@ -178,8 +220,12 @@ class StoreUpkeep(StoreCore):
         removed = max(0, before - len(self.items.list_versions())) if cleanup else 0
         if self._vector_index:
             self._nprobes = probes(vectors)
-        log.info("store_maintained", vector_index_built=built, versions_removed=removed)
-        return MaintenanceReport(compacted=True, vector_index_built=built, versions_removed=removed)
+        log.info(
+            "store_maintained", vector_index_built=built, versions_removed=removed, scrub=scrub
+        )
+        return MaintenanceReport(
+            compacted=True, vector_index_built=built, versions_removed=removed, scrubbed=scrub
+        )
 
     def may_maintain(self) -> bool:
         """True unless the store is shared and another replica holds the maintenance lease

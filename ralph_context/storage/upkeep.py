@@ -40,6 +40,8 @@ def tidy(
     delete_unverified: bool = False,
     shared: bool = False,
     readers_grace: timedelta = timedelta(minutes=1),
+    scrub: bool = False,
+    rebuild: Sequence[tuple[str, Any]] = (),
 ) -> None:
     """Compact ``table``'s small files (a file is rewritten without its deleted rows once
     half of them are: a mass archive deletes 128 at a time, and at Lance's default of 10%
@@ -52,6 +54,13 @@ def tidy(
     them may still read is then never deleted, however old (see :func:`kept_for_readers`),
     and neither are files no version names yet (another replica's write in progress).
 
+    ``scrub``: rewrite every file holding a deleted row, whatever their share (so a
+    forgotten or rewritten row leaves the newest version's files), and fold the changes into
+    every index but those of ``rebuild`` (``(column, config)`` pairs), which are built again
+    from the rows: compaction remaps an index's row addresses but a label index keeps the
+    values of the rows it dropped (measured: a forgotten tag stayed in the tags index's
+    lookup file). ``skip_indexes`` is then ignored.
+
     The work runs in the low-priority upkeep process (``upkeep_worker``); LanceDB's handle
     is reloaded afterwards, as it does not look for commits made elsewhere.
     """
@@ -60,10 +69,17 @@ def tidy(
         return
     where = {"uri": str(table.uri), "options": dict(options or {})}
     upkeep = worker()
-    upkeep.run({"op": "compact", **where})
-    names = [index.name for index in table.list_indices() if index.name not in skip_indexes]
+    upkeep.run({"op": "compact", **where, **({"deletions_threshold": 0.0} if scrub else {})})
+    indexes = table.list_indices()
+    rebuilt = {column for column, _ in rebuild}
+    skipped = {i.name for i in indexes if set(i.columns) & rebuilt} if scrub else skip_indexes
+    names = [index.name for index in indexes if index.name not in skipped]
     if names:
         upkeep.run({"op": "optimize_indices", **where, "names": names})
+    if rebuild:
+        table.checkout_latest()
+        for column, config in rebuild:
+            table.create_index(column, config=config, replace=True)
     if cleanup_older_than is not None:
         if shared:
             table.checkout_latest()

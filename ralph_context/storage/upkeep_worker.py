@@ -34,6 +34,8 @@ from typing import IO, Any
 
 import structlog
 
+from ralph_context.storage.private import keep_private
+
 __all__ = [
     "DEADLINE_SECONDS",
     "NICENESS",
@@ -61,7 +63,9 @@ def run_operation(request: dict[str, Any]) -> None:
     """Run one upkeep operation on the dataset at ``request["uri"]`` (in whichever process
     calls it).
 
-    Operations: ``compact``; ``optimize_indices`` (``names``, optional ``merge``: how many
+    Operations: ``compact`` (optional ``deletions_threshold``: the share of deleted rows
+    past which a file is rewritten without them; 0 rewrites every file holding one, as a
+    scrub needs); ``optimize_indices`` (``names``, optional ``merge``: how many
     index pieces to merge into one); ``cleanup`` (``older_than_seconds``,
     ``delete_unverified``).
     """
@@ -70,7 +74,10 @@ def run_operation(request: dict[str, Any]) -> None:
     dataset = lance.dataset(request["uri"], storage_options=request.get("options") or None)
     match request["op"]:
         case "compact":
-            dataset.optimize.compact_files(materialize_deletions_threshold=_DELETIONS_THRESHOLD)
+            threshold = float(request.get("deletions_threshold", _DELETIONS_THRESHOLD))
+            dataset.optimize.compact_files(
+                materialize_deletions=True, materialize_deletions_threshold=threshold
+            )
         case "optimize_indices":
             options: dict[str, Any] = {"index_names": list(request["names"])}
             if request.get("merge") is not None:
@@ -266,6 +273,8 @@ def main() -> None:
     ended, however it ended)."""
     if hasattr(os, "nice"):
         os.nice(NICENESS)
+    # The files it writes (compacted data, indexes) are the store's: owner-only.
+    keep_private()
     # Before the first request, so that its answer does not wait for the import.
     import lance  # noqa: F401
 

@@ -11,6 +11,7 @@ import anyio
 from ralph_context import Engine
 from ralph_context.arguments import NewItem
 from ralph_context.models import IterationResult
+from ralph_context.packs.project.memory import ProjectMemory
 from tests.helpers import Loader, SettingsFactory
 from tests.privacy.secrets import SECRETS
 from tests.privacy.test_write_paths import CONTROL, files_holding
@@ -28,6 +29,7 @@ async def test_redact_takes_every_value_off_the_disk(
         SECRETS["npm_token"],
     )
     error_secret = SECRETS["slack_token"]
+    pack_secret = SECRETS["huggingface_token"]
     # Redaction off stands in for a store written before it existed.
     old = make_settings(lifecycle={"auto_run": False}, redaction={"enabled": False})
     async with Engine(old, model_loader=shared_model) as engine:
@@ -47,20 +49,33 @@ async def test_redact_takes_every_value_off_the_disk(
         await engine.record_iteration(
             IterationResult(iteration=1, success=False, summary="s", error=f"401 {error_secret}")
         )
+        await ProjectMemory(engine).capture_learning(
+            "hugging face",
+            f"the token {pack_secret} was in the notebook",
+            "use the env",
+            None,
+            None,
+            None,
+            None,
+        )
     store = tmp_path / "store"
-    for secret in (hot_secret, archived_secret, original_secret, error_secret):
+    secrets = (hot_secret, archived_secret, original_secret, error_secret, pack_secret)
+    for secret in secrets:
         assert files_holding(store, secret), "the old store holds it (the test must see it)"
 
     config = store_config(tmp_path / "ralph.yaml", store)
-    done = await anyio.run_process([*CLI, "redact", "--json"], env=environment(config))
+    done = await anyio.run_process(
+        [*CLI, "redact", "--json"], env=environment(config), check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
     report = json.loads(done.stdout)
     # Two hot items: the pushed one and the iteration's error, stored as an error item.
     assert report["items"] == 2 and report["archived"] == 1 and report["originals"] == 1
-    assert report["iterations"] == 1
+    assert report["iterations"] == 1 and report["pack_rows"] >= 1
     assert report["redacted"]["github_token"] >= 1
 
     assert files_holding(store, CONTROL), "the clean items are still there"
-    for secret in (hot_secret, archived_secret, original_secret, error_secret):
+    for secret in secrets:
         assert not files_holding(store, secret), secret
     new = make_settings(lifecycle={"auto_run": False})
     async with Engine(new, model_loader=shared_model) as engine:

@@ -8,12 +8,13 @@ library): bar geometry is data, and the template only places it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ralph_context.errors import InvalidInput, RalphContextError
 from ralph_context.models import IterationResult
+from ralph_context.server.callers import hide_paths
 from ralph_context.server.console.app import Visit
 
 __all__ = ["AbKind", "ab_kinds", "health", "iterations", "timeline"]
@@ -133,12 +134,21 @@ async def health(visit: Visit) -> tuple[str, dict[str, Any]]:
     try:
         stats = await engine.stats()
     except RalphContextError as exc:
-        problem = str(exc)
+        problem = hide_paths(str(exc), engine.settings)
     state = engine.health()
+    # The console is read over HTTP: no path of the server's file system (see callers).
+    actors = [
+        (
+            name,
+            state.state(name),
+            replace(snap, last_error=hide_paths(snap.last_error, engine.settings)),
+        )
+        for name, snap in state.actors.items()
+    ]
     return "health.html", {
         "page_name": "health",
         "health": state,
-        "actors": [(name, state.state(name), snap) for name, snap in state.actors.items()],
+        "actors": actors,
         "stats": stats,
         "problem": problem,
         "latency": observed.latency.summary(),
