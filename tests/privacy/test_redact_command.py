@@ -64,9 +64,7 @@ async def test_redact_takes_every_value_off_the_disk(
         assert files_holding(store, secret), "the old store holds it (the test must see it)"
 
     config = store_config(tmp_path / "ralph.yaml", store)
-    done = await anyio.run_process(
-        [*CLI, "redact", "--json"], env=environment(config), check=False
-    )
+    done = await anyio.run_process([*CLI, "redact", "--json"], env=environment(config), check=False)
     assert done.returncode == 0, done.stderr.decode()
     report = json.loads(done.stdout)
     # Two hot items: the pushed one and the iteration's error, stored as an error item.
