@@ -90,16 +90,7 @@ def plan(
     if agent == "claude":
         settings = project / CLAUDE_SETTINGS
         return (
-            _json(
-                settings,
-                lambda p, t: (
-                    remove_hooks(p, t, "claude")
-                    if remove
-                    else add_hooks(p, t, CLAUDE_HOOKS, command, "claude")
-                ),
-                remove=remove,
-                owned_dir=settings.parent,
-            ),
+            _hooks_file(settings, CLAUDE_HOOKS, command, "claude", remove=remove),
             _json(
                 project / MCP_JSON,
                 lambda p, t: (
@@ -112,16 +103,7 @@ def plan(
         )
     hooks = project / CODEX_HOOKS_FILE
     return (
-        _json(
-            hooks,
-            lambda p, t: (
-                remove_hooks(p, t, "codex")
-                if remove
-                else add_hooks(p, t, CODEX_HOOKS, command, "codex")
-            ),
-            remove=remove,
-            owned_dir=hooks.parent,
-        ),
+        _hooks_file(hooks, CODEX_HOOKS, command, "codex", remove=remove),
         _toml(project / CODEX_CONFIG, codex_server(server), remove=remove),
     )
 
@@ -130,6 +112,19 @@ def codex_server(entry: dict[str, Any]) -> dict[str, Any]:
     """Our ``.mcp.json`` entry in Codex's terms: a command, or a streamable-HTTP ``url``
     (Codex's table has no ``type`` key)."""
     return {key: value for key, value in entry.items() if key != "type"}
+
+
+def _hooks_file(
+    path: Path, specs: tuple[HookSpec, ...], command: str, agent: Agent, *, remove: bool
+) -> FileEdit:
+    """The edit of an agent's hooks file (its folder ours to remove when left empty)."""
+
+    def edit(p: Path, text: str) -> str:
+        if remove:
+            return remove_hooks(p, text, agent)
+        return add_hooks(p, text, specs, command, agent)
+
+    return _json(path, edit, remove=remove, owned_dir=path.parent)
 
 
 def _json(path: Path, edit: _JsonEdit, *, remove: bool, owned_dir: Path | None = None) -> FileEdit:

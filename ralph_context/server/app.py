@@ -186,12 +186,7 @@ def _audit(tool: str, namespace: str, context: Context[Any, Any] | None, outcome
 
 def _client(context: Context[Any, Any] | None) -> str:
     """The caller: its token's label over HTTP with tokens, else its address; ``stdio``."""
-    request = None
-    if context is not None:
-        try:
-            request = context.request_context.request
-        except (LookupError, ValueError):  # no request in flight (a test's direct call)
-            request = None
+    request = callers.request_of(context)
     if request is None:
         return "stdio"
     user = getattr(request, "scope", {}).get("user")

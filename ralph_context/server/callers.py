@@ -25,7 +25,7 @@ from mcp.server.mcpserver import Context
 from ralph_context.config import Settings
 from ralph_context.server.tokens import EVERY
 
-__all__ = ["LOCAL", "Caller", "caller_of", "current", "hide_paths", "serving"]
+__all__ = ["LOCAL", "Caller", "caller_of", "current", "hide_paths", "request_of", "serving"]
 
 
 @dataclass(frozen=True)
@@ -44,15 +44,21 @@ class Caller:
 LOCAL = Caller(remote=False)
 
 
+def request_of(context: Context[Any, Any] | None) -> Any | None:
+    """The HTTP request ``context`` belongs to; ``None`` over stdio or outside a request
+    (a test's direct call)."""
+    if context is None:
+        return None
+    try:
+        return context.request_context.request
+    except (LookupError, ValueError):  # no request in flight
+        return None
+
+
 def caller_of(context: Context[Any, Any] | None) -> Caller:
     """The client of the request ``context`` belongs to: remote when it came over HTTP
     (the request is there), with its token's namespaces when tokens are in use."""
-    request = None
-    if context is not None:
-        try:
-            request = context.request_context.request
-        except (LookupError, ValueError):  # no request in flight (a test's direct call)
-            request = None
+    request = request_of(context)
     if request is None:
         return LOCAL
     user = getattr(request, "scope", {}).get("user")
