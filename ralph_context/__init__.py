@@ -5,61 +5,105 @@ The public API is what ``__all__`` lists; everything else may change without not
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ralph_context.config import Settings
-from ralph_context.errors import (
-    ActorUnavailable,
-    AgentFileInvalid,
-    ConfigError,
-    ContentTooLarge,
-    EmptyContent,
-    InferenceError,
-    InferenceServerError,
-    InferenceTimeout,
-    InvalidEncoding,
-    InvalidInput,
-    InvalidMetadata,
-    InvalidScore,
-    InvalidTags,
-    ItemNotFound,
-    ModelError,
-    ModelMismatch,
-    ModelNotServed,
-    PromptFunctionError,
-    RalphContextError,
-    ServerUnreachable,
-    StoreError,
-    StoreLocked,
-    UnknownContextType,
-    UnparseableReply,
-)
-from ralph_context.models import (
-    ContextItem,
-    ContextState,
-    ContextType,
-    IterationResult,
-    RetrievalResult,
-    RetrievedItem,
-    Tier,
-)
-
 if TYPE_CHECKING:
+    from ralph_context.config import Settings
     from ralph_context.engine import Engine, EngineHealth, NewItem
+    from ralph_context.errors import (
+        ActorUnavailable,
+        AgentFileInvalid,
+        ConfigError,
+        ContentTooLarge,
+        EmptyContent,
+        InferenceError,
+        InferenceServerError,
+        InferenceTimeout,
+        InvalidEncoding,
+        InvalidInput,
+        InvalidMetadata,
+        InvalidScore,
+        InvalidTags,
+        ItemNotFound,
+        ModelError,
+        ModelMismatch,
+        ModelNotServed,
+        PromptFunctionError,
+        RalphContextError,
+        ServerUnreachable,
+        StoreError,
+        StoreLocked,
+        UnknownContextType,
+        UnparseableReply,
+    )
+    from ralph_context.models import (
+        ContextItem,
+        ContextState,
+        ContextType,
+        IterationResult,
+        RetrievalResult,
+        RetrievedItem,
+        Tier,
+    )
 
 __version__ = "0.1.0"
 
-# Loaded on first use: the engine pulls in LanceDB (~1.5 s), which the CLI's quick commands
-# (`--help`, `init`, `model install`, refusals of bad input) never need.
-_LAZY = {"Engine", "EngineHealth", "NewItem"}
+# Every public name is loaded on first use. The engine pulls in LanceDB (~1.5 s) and the
+# settings pydantic and structlog (~0.5 s), which an agent's hook process (``hook claude``,
+# a process per prompt with a 250 ms budget) and the CLI's quick commands never need.
+_HOMES: dict[str, str] = {
+    "Settings": "ralph_context.config",
+    **dict.fromkeys(("Engine", "EngineHealth", "NewItem"), "ralph_context.engine"),
+    **dict.fromkeys(
+        (
+            "ActorUnavailable",
+            "AgentFileInvalid",
+            "ConfigError",
+            "ContentTooLarge",
+            "EmptyContent",
+            "InferenceError",
+            "InferenceServerError",
+            "InferenceTimeout",
+            "InvalidEncoding",
+            "InvalidInput",
+            "InvalidMetadata",
+            "InvalidScore",
+            "InvalidTags",
+            "ItemNotFound",
+            "ModelError",
+            "ModelMismatch",
+            "ModelNotServed",
+            "PromptFunctionError",
+            "RalphContextError",
+            "ServerUnreachable",
+            "StoreError",
+            "StoreLocked",
+            "UnknownContextType",
+            "UnparseableReply",
+        ),
+        "ralph_context.errors",
+    ),
+    **dict.fromkeys(
+        (
+            "ContextItem",
+            "ContextState",
+            "ContextType",
+            "IterationResult",
+            "RetrievalResult",
+            "RetrievedItem",
+            "Tier",
+        ),
+        "ralph_context.models",
+    ),
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from ralph_context import engine
-
-        return getattr(engine, name)
-    raise AttributeError(f"module 'ralph_context' has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'ralph_context' has no attribute {name!r}")
+    return getattr(import_module(home), name)
 
 
 __all__ = [

@@ -1,5 +1,32 @@
-"""``python -m ralph_context`` runs the CLI."""
+"""The ``ralph-context`` console script (and ``python -m ralph_context``).
 
-from ralph_context.cli import main
+An agent's hook (``ralph-context hook claude`` / ``hook codex``) is a process per prompt
+and per tool call with a 250 ms budget, so it is dispatched here before the CLI's imports
+(Typer, rich, the settings: ~0.6 s): it needs only the standard library
+(``agents.hook``). Every other command goes through the Typer app in ``cli``.
+"""
 
-main()
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+_AGENT_HOOKS = ("claude", "codex")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "hook" and args[1] in _AGENT_HOOKS:
+        from ralph_context.agents.hook import main as agent_hook
+
+        agent_hook(args[1])
+        return
+    from ralph_context.cli import main as cli
+
+    cli()
+
+
+if __name__ == "__main__":
+    main()

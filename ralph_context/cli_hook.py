@@ -50,9 +50,13 @@ def hook_command(
     """Run by Ralph v2's hooks, or an agent's (payload on stdin); never fails either."""
     raw = sys.stdin.buffer.read()
     if client is not None:
+        # Reached with options (``--config``); the bare form skips Typer (``__main__``).
         from ralph_context.agents.hook import run as run_agent_hook
 
-        run_agent_hook(client.value, raw)
+        answer = run_agent_hook(client.value, raw)
+        if answer:
+            sys.stdout.write(answer)
+            sys.stdout.flush()
         return
     try:
         _run(raw, deadline, config, log_level)

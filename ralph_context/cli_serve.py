@@ -51,10 +51,30 @@ def serve(
     read_only: Annotated[
         bool, typer.Option("--read-only", help="No write tools; the store is only read.")
     ] = False,
+    shared: Annotated[
+        bool,
+        typer.Option(
+            "--shared",
+            help="stdio through the project's shared server (started if none runs): what "
+            "`init --agent` registers, so the agent's MCP entry and its hooks share one.",
+        ),
+    ] = False,
+    for_agents: Annotated[
+        bool,
+        typer.Option(
+            "--for-agents",
+            help="Be the project's shared server (loopback, a free port, advertised to "
+            "the agents' hooks; exits after agents.idle_exit_minutes idle). Hooks start it.",
+        ),
+    ] = False,
     config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
     """Run the MCP server (stdio by default; --transport http serves /mcp and /console)."""
+    if shared:
+        from ralph_context.server.agents.bridge import bridge_stdio
+
+        raise typer.Exit(bridge_stdio(Path.cwd()))
     settings = load_settings(config, log_level)
     if namespace is not None:
         try:
@@ -62,7 +82,12 @@ def serve(
         except ConfigError:
             raise fail(f"--namespace {namespace!r}: use {namespaces.NAME_RULE}", 2) from None
     chosen = None if transport is None else transport.value
-    _serve(settings, chosen, host, port, read_only)
+    root = None
+    if for_agents:
+        from ralph_context.server.agents.project import project_root
+
+        root, chosen = project_root(Path.cwd()), "http"
+    _serve(settings, chosen, host, port, read_only, agents_root=root)
 
 
 def console(
@@ -89,6 +114,8 @@ def _serve(
     port: int | None,
     read_only: bool,
     on_console: Callable[[str], object] | None = None,
+    *,
+    agents_root: Path | None = None,
 ) -> None:
     # Said before the imports below (~2 s) and the model's loading: a person who started
     # the server sees at once that it is on its way, whatever the log level.
@@ -115,6 +142,7 @@ def _serve(
             port=port,
             read_only=read_only,
             on_console=on_console,
+            agents_root=agents_root,
         )
     )
 

@@ -1,23 +1,26 @@
 """``ralph-context hook claude`` / ``hook codex``: the command the agents' hooks run.
 
 The contract with the host (Claude Code, Codex): one process per event, the JSON payload
-on stdin (``hook_event_name`` says which), exit 0 and stdout either empty or exactly what
-the host parses as context. A hook is on the user's critical path and must never block or
-break a prompt, so everything that goes wrong here ends in exit 0, no output, one line on
-stderr and one line appended to ``hooks.log`` in the store's local folder.
+on stdin (``hook_event_name`` says which), exit 0 and stdout either empty or what the host
+reads as context (``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``).
+A hook is on the user's critical path and must never block or break a prompt, so whatever
+goes wrong here ends in exit 0, no output, one line on stderr and one in ``hooks.log``.
 
-This slice dispatches only: every event is recognised and answered with nothing (the
-behaviour per event, from the session brief to error capture, comes later). Inside a
-Ralph v2 iteration, the events Ralph's own hook covers are deferred to it (``ralph``).
+This process is only a messenger, so that it answers within the 250 ms a prompt can wait:
+it imports the standard library only (no LanceDB, no model, no pydantic; the tests check
+``sys.modules``), finds the project (``project``) and hands the payload to the project's
+shared server, which holds the store and the model and does the work (``events``). When
+no server answers, it starts one detached, keeps a capture in the spool for the server to
+store, and answers with nothing: the prompt goes on at once.
 
 ``RALPH_CONTEXT_HOOK_TRACE=<file>`` appends one JSON line per call (client, event, session,
-what was done) to that file: a person can see that the hooks fire, and the tests that run
-the real ``claude`` binary check it. The import path stays light (no LanceDB, no
-onnxruntime): the test suite checks ``sys.modules`` after a call.
+what was done, milliseconds) to that file: a person can see that the hooks fire, and the
+tests that run the real ``claude`` binary check it.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import sys
@@ -25,8 +28,19 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["CLIENTS", "EVENTS", "TRACE_ENV", "run"]
+from ralph_context.server.agents.project import (
+    ServerNote,
+    agent_folder,
+    bearer_token,
+    project_root,
+    read_server,
+    spool,
+    start_server,
+)
+
+__all__ = ["CAPTURES", "CLIENTS", "EVENTS", "TRACE_ENV", "main", "run"]
 
 TRACE_ENV = "RALPH_CONTEXT_HOOK_TRACE"
 LOG_NAME = "hooks.log"
@@ -51,23 +65,45 @@ EVENTS: dict[str, tuple[str, ...]] = {
     ),
 }
 CLIENTS = tuple(EVENTS)
+# Events whose payload is worth keeping when no server answers: what happened, not a question.
+CAPTURES = frozenset({"PostToolUse", "PostToolUseFailure", "Stop"})
+# Seconds to wait for the server's answer: a prompt's context is worth a little wait, a
+# capture is acknowledged before it is stored. Each is well under the host's own timeout.
+_WAIT = {"SessionStart": 3.0, "UserPromptSubmit": 3.0, "PostToolUseFailure": 2.0}
+_WAIT_OTHER = 0.9
+# A payload larger than this is cut before it is sent (tool output can be megabytes).
+_MAX_FIELD_CHARS = 64_000
 
 
 class PayloadProblem(ValueError):
     """The payload on stdin is not one this hook reads."""
 
 
-def run(client: str, raw: bytes, environ: Mapping[str, str] | None = None) -> None:
-    """Handle one hook call; never raises (``Exception``), never prints on stdout."""
+def main(client: str) -> None:
+    """The console script's fast path: stdin in, the host's answer (if any) out."""
+    answer = run(client, sys.stdin.buffer.read())
+    if answer:
+        sys.stdout.write(answer)
+        sys.stdout.flush()
+
+
+def run(client: str, raw: bytes, environ: Mapping[str, str] | None = None) -> str:
+    """Handle one hook call: what to print on stdout (often nothing). Never raises."""
     env = os.environ if environ is None else environ
     started = time.perf_counter()
     payload: dict[str, Any] = {}
     try:
         payload = _read(raw)
-        action = _dispatch(client, str(payload["hook_event_name"]), env)
+        event = str(payload["hook_event_name"])
+        context, action = _dispatch(client, event, payload, env)
         _trace(env, client, payload, action, started)
+        if not context:
+            return ""
+        output = {"hookEventName": event, "additionalContext": context}
+        return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
     except Exception as exc:  # a hook must never break the agent's prompt
         _log_failure(client, payload, exc)
+        return ""
 
 
 def _read(raw: bytes) -> dict[str, Any]:
@@ -82,16 +118,78 @@ def _read(raw: bytes) -> dict[str, Any]:
     return payload
 
 
-def _dispatch(client: str, event: str, environ: Mapping[str, str]) -> str:
-    """What was done for ``event``: the hook's answer for now is always nothing."""
+def _dispatch(
+    client: str, event: str, payload: dict[str, Any], environ: Mapping[str, str]
+) -> tuple[str, str]:
+    """The context to give the agent for ``event`` and a word on what was done."""
     if event not in EVENTS[client]:
-        return "ignored: not an event this hook handles"
-    from ralph_context.agents.ralph import defers_to_ralph
+        return "", "ignored: not an event this hook handles"
+    if event in _RALPH_EVENTS and environ.get("RALPH_WORKSPACE_ROOT"):
+        from ralph_context.agents.ralph import defers_to_ralph
 
-    # Ralph v2 runs Codex as a backend too; its memories.md reaches any backend's prompt.
-    if defers_to_ralph(event, environ):
-        return "deferred: Ralph v2's hook covers this event in its iterations"
-    return "none: behaviour per event is not implemented yet"
+        # Ralph v2 runs Codex as a backend too; its memories.md reaches any backend's prompt.
+        if defers_to_ralph(event, environ):
+            return "", "deferred: Ralph v2's hook covers this event in its iterations"
+    cwd = payload.get("cwd")
+    root = project_root(Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd())
+    note = read_server(root)
+    if note is not None:
+        try:
+            return _ask(note, client, event, payload, environ)
+        except ConnectionRefusedError:
+            pass  # a note left by a server that is gone: start another
+    kept = event in CAPTURES and spool(root, client, _trimmed(payload))
+    started = start_server(root)
+    what = "server starting" if started else "no server answered (a start is under way)"
+    return "", f"{what}; {'kept for it' if kept else 'nothing injected'}"
+
+
+_RALPH_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "Stop"})
+
+
+def _ask(
+    note: ServerNote,
+    client: str,
+    event: str,
+    payload: dict[str, Any],
+    environ: Mapping[str, str],
+) -> tuple[str, str]:
+    """POST the payload to the server's hook route; its answer is ``{context, action}``."""
+    url = urlsplit(note.base_url)
+    path = note.mcp_path.removesuffix("/mcp") + f"/hooks/{client}"
+    body = json.dumps(_trimmed(payload), ensure_ascii=False).encode("utf-8")
+    headers = {"Content-Type": "application/json", "Host": url.netloc}
+    token = bearer_token(note, environ)
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    wait = _WAIT.get(event, _WAIT_OTHER)
+    connection = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=wait)
+    try:
+        connection.request("POST", path, body=body, headers=headers)
+        response = connection.getresponse()
+        text = response.read()
+    finally:
+        connection.close()
+    if response.status != 200:
+        raise RuntimeError(f"the server answered {response.status}: {text[:200]!r}")
+    answer = json.loads(text)
+    return str(answer.get("context") or ""), str(answer.get("action") or "")
+
+
+def _trimmed(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with every long text cut to its start and end (the server trims further)."""
+
+    def cut(value: Any) -> Any:
+        if isinstance(value, str) and len(value) > _MAX_FIELD_CHARS:
+            half = _MAX_FIELD_CHARS // 2
+            return value[:half] + "\n[...]\n" + value[-half:]
+        if isinstance(value, dict):
+            return {key: cut(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [cut(item) for item in value[:200]]
+        return value
+
+    return {key: cut(value) for key, value in payload.items()}
 
 
 def _trace(
@@ -118,28 +216,14 @@ def _trace(
 def _log_failure(client: str, payload: dict[str, Any], exc: Exception) -> None:
     event = payload.get("hook_event_name", "?")
     line = f"ralph-context hook {client} {event}: skipped ({type(exc).__name__}: {exc})"
-    line = " ".join(line.split())
+    line = " ".join(line.split())[:500]
     try:
         sys.stderr.write(line + "\n")
         cwd = payload.get("cwd")
-        path = _log_path(Path(cwd) if isinstance(cwd, str) else Path.cwd())
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as out:
+        root = project_root(Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd())
+        folder = agent_folder(root)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open(folder / LOG_NAME, "a", encoding="utf-8") as out:
             out.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {line}\n")
     except Exception:  # nowhere left to say it; the prompt goes on
         return
-
-
-def _log_path(cwd: Path) -> Path:
-    """``hooks.log`` in the store's local folder (beside the store, ``.agent/`` by default),
-    found as the server finds its config; the project's ``.agent/`` when that fails."""
-    try:
-        from ralph_context.config import Settings, default_file
-        from ralph_context.config.loading import CONFIG_ENV, WORKSPACE_ENV
-
-        explicit = None
-        if not os.environ.get(CONFIG_ENV) and not os.environ.get(WORKSPACE_ENV):
-            explicit = default_file(cwd)
-        return Settings.load(explicit).local_folder() / LOG_NAME
-    except Exception:
-        return cwd / ".agent" / LOG_NAME

@@ -12,6 +12,7 @@ from pydantic import PrivateAttr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from ralph_context import namespaces
+from ralph_context.config.agents import AgentsSettings
 from ralph_context.config.embeddings import EmbeddingsSettings
 from ralph_context.config.inference import InferenceSettings
 from ralph_context.config.lifecycle import LifecycleSettings
@@ -61,6 +62,7 @@ class Settings(BaseSettings):
     packs: PacksSettings = PacksSettings()
     inference: InferenceSettings = InferenceSettings()
     redaction: RedactionSettings = RedactionSettings()
+    agents: AgentsSettings = AgentsSettings()
     prompts: tuple[PromptSpec, ...] = ()
 
     _root: Path = PrivateAttr(default_factory=Path.cwd)
@@ -77,6 +79,7 @@ class Settings(BaseSettings):
         "packs",
         "inference",
         "redaction",
+        "agents",
     )
 
     @field_validator("prompts")

@@ -38,6 +38,8 @@ from ralph_context import namespaces
 from ralph_context.config import EmbeddingsSettings, ServerSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.engine import Engine
+from ralph_context.server.agents.events import AgentEvents
+from ralph_context.server.agents.route import hook_routes
 from ralph_context.server.app import serving
 from ralph_context.server.console import console_routes
 from ralph_context.server.limits import InFlight, RateLimiter, retry_after
@@ -91,6 +93,7 @@ class Spaces:
         self.model = SharedModel()
         self.security = security_for(settings.server)
         self._spaces: dict[str, _Space] = {}
+        self._agents: dict[str, AgentEvents] = {}
         self._closing = anyio.Event()
 
     async def get(self, name: str) -> _Space:
@@ -121,6 +124,20 @@ class Spaces:
         if space.engine is None:
             raise RuntimeError(f"namespace {name!r} could not be opened: {space.error}")
         return space.engine
+
+    async def agents(self, name: str) -> AgentEvents:
+        """Namespace ``name``'s answers to agents' hooks (one session book per namespace).
+
+        Raises:
+            RuntimeError: As :meth:`engine`.
+        """
+        events = self._agents.get(name)
+        if events is None:
+            engine = await self.engine(name)
+            events = self._agents.setdefault(
+                name, AgentEvents(engine, self.settings.agents, self.group)
+            )
+        return events
 
     def names(self) -> list[str]:
         """The namespaces of the store on disk and those open now."""
@@ -304,7 +321,8 @@ def _address(scope: Scope) -> str:
 
 
 def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
-    """The Starlette app: both MCP routes and the console (``/console``), bearer
+    """The Starlette app: both MCP routes, the agents' hooks (``/hooks/<client>``) and the
+    console (``/console``), bearer
     authentication when tokens are set."""
     limits = spaces.settings.server
     endpoint = _Endpoint(
@@ -321,5 +339,6 @@ def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
     if tokens.enabled:
         middleware.append(Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(tokens)))
     routes: list[BaseRoute] = [Route("/mcp", endpoint), Route("/ns/{name}/mcp", endpoint)]
+    routes += hook_routes(spaces, tokens.enabled)
     routes += console_routes(spaces, tokens)
     return Starlette(routes=routes, middleware=middleware)

@@ -9,20 +9,25 @@ stderr) and without an access log.
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Literal
 
 import anyio
 import structlog
 import uvicorn
 from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 from ralph_context import namespaces
 from ralph_context.config import Settings
 from ralph_context.engine import Engine
 from ralph_context.errors import ConfigError
 from ralph_context.object_location import Location
+from ralph_context.server.agents import daemon
+from ralph_context.server.agents.project import forget_server
 from ralph_context.server.app import serving
 from ralph_context.server.console import PREFIX
 from ralph_context.server.http import LOOPBACK, Spaces, build_app
@@ -44,6 +49,7 @@ async def serve(
     port: int | None = None,
     read_only: bool = False,
     on_console: Callable[[str], object] | None = None,
+    agents_root: Path | None = None,
 ) -> None:
     """Serve until the client disconnects (stdio) or the process is interrupted (HTTP).
 
@@ -51,7 +57,9 @@ async def serve(
     (``/mcp`` is ``default``, ``/ns/<name>/mcp`` the others) and the console at
     ``/console``. ``read_only``: no write tools, the store opened without its writer lock.
     ``on_console``: called (in a worker thread) with the console's URL once the HTTP server
-    listens (``ralph-context console`` opens a browser there).
+    listens (``ralph-context console`` opens a browser there). ``agents_root``: serve as the
+    shared server of that project's agents (``server.agents.daemon``): over HTTP on a
+    loopback port the OS picks, advertised to its hooks, stopping when idle.
 
     Raises:
         ConfigError: Invalid custom prompts or tokens; a bind beyond loopback without a
@@ -62,6 +70,8 @@ async def serve(
     chosen = transport or settings.server.transport
     bind = host or settings.server.host
     number = port or settings.server.port
+    if agents_root is not None:
+        chosen, bind, number = "http", "127.0.0.1", 0
     if chosen == "stdio":
         async with serving(settings, read_only=read_only) as (server, engine):
             facts = _facts(engine)
@@ -69,7 +79,9 @@ async def serve(
             _say(f"stdio: waiting for an MCP client ({_listed(facts)})")
             await server.run_stdio_async()
         return
-    overrides = {"host": bind, "port": number}
+    overrides: dict[str, object] = {"host": bind}
+    if number:  # 0: a port the OS picks (the agents' server), which settings do not take
+        overrides["port"] = number
     settings = settings.with_overrides(server=overrides)
     tokens = TokenBook.load(settings.token_path())
     if bind not in LOOPBACK and not tokens.enabled:
@@ -83,6 +95,8 @@ async def serve(
         default = await spaces.get(namespaces.DEFAULT)
         if default.error is not None:
             spaces.close()
+            if agents_root is not None and _served_elsewhere(agents_root, settings, store):
+                return
             raise default.error
         auth = f"bearer token ({len(tokens.grants)})" if tokens.enabled else "none (loopback)"
         facts = _facts(default.engine) if default.engine is not None else {}
@@ -90,9 +104,51 @@ async def serve(
         described = _listed({**facts, "auth": auth, "other namespaces": "/ns/NAME/mcp"})
         try:
             app = build_app(spaces, tokens)
-            await _uvicorn(app, bind, number, store, "/mcp", described, on_console)
+            if agents_root is None:
+                await _uvicorn(app, bind, number, store, "/mcp", described, on_console)
+            else:
+                await _serve_agents(agents_root, settings, spaces, app, store, described)
         finally:
             spaces.close()
+
+
+def _served_elsewhere(root: Path, settings: Settings, store: Location | None) -> bool:
+    """Whether another process writes the store and serves it over HTTP; if so, the
+    project's agents are pointed at it."""
+    found = None if store is None else writer_lock.other_writer(store)
+    if found is None or not found.endpoint:
+        return False
+    daemon.advertise(root, found.endpoint, settings, found.pid)
+    _say(f"the store is served by process {found.pid} at {found.endpoint}: agents use it")
+    return True
+
+
+async def _serve_agents(
+    root: Path,
+    settings: Settings,
+    spaces: Spaces,
+    app: Starlette,
+    store: Location | None,
+    described: str,
+) -> None:
+    """Serve ``app`` for ``root``'s agents until idle (``server.agents.daemon``)."""
+    activity = daemon.Activity(app)
+    stop = anyio.Event()
+
+    async def listening(url: str) -> None:
+        daemon.advertise(root, url, settings)
+        events = await spaces.agents(settings.storage.namespace)
+        await daemon.ingest_spool(root, events)
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(daemon.watch_idle, activity, settings.agents.idle_exit_minutes, stop)
+            await _uvicorn(
+                activity, "127.0.0.1", 0, store, "/mcp", described, stop=stop, on_listen=listening
+            )
+            group.cancel_scope.cancel()
+    finally:
+        forget_server(root, os.getpid())
 
 
 _OPEN_BIND = (
@@ -134,18 +190,22 @@ def _listed(facts: dict[str, str]) -> str:
 
 
 async def _uvicorn(
-    app: Starlette,
+    app: ASGIApp,
     host: str,
     port: int,
     store: Location | None,
     path: str,
     described: str,
     on_console: Callable[[str], object] | None = None,
+    *,
+    stop: anyio.Event | None = None,
+    on_listen: Callable[[str], Awaitable[None]] | None = None,
 ) -> None:
     """Serve ``app``; once it listens, say so, and the store's writer note names its URL, so
     another process that wants the store (the Ralph plugin) connects here instead of
     opening it. Over streamable HTTP the console's URL is said too (and handed to
-    ``on_console``)."""
+    ``on_console``). ``on_listen`` is awaited with the URL once it listens; ``stop``, once
+    set, ends the server."""
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
     server = uvicorn.Server(config)
 
@@ -158,6 +218,8 @@ async def _uvicorn(
         _say(f"serving {url} ({described})")
         if store is not None:
             writer_lock.advertise(store, url)
+        if on_listen is not None:
+            await on_listen(url)
         if path == "/mcp":
             console = url.removesuffix(path) + PREFIX
             _say(f"console {console}")
@@ -165,8 +227,14 @@ async def _uvicorn(
                 # webbrowser.open may wait for the browser it starts: not on the event loop.
                 await anyio.to_thread.run_sync(on_console, console)
 
+    async def stopping(event: anyio.Event) -> None:
+        await event.wait()
+        server.should_exit = True
+
     async with anyio.create_task_group() as group:
         group.start_soon(advertise)
+        if stop is not None:
+            group.start_soon(stopping, stop)
         await server.serve()
         group.cancel_scope.cancel()
 

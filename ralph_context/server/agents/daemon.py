@@ -1,0 +1,98 @@
+"""The project's shared server for agents (``ralph-context serve --for-agents``): started
+detached by the first hook that finds none, shared by every later hook and by the agent's
+MCP entry (``serve --shared`` bridges to it), gone after ``agents.idle_exit_minutes``
+without a request.
+
+What it adds to an ordinary HTTP server (``server.run``): it listens on a loopback port
+the OS picks and advertises it in the project's ``agent-server.json`` (``project``);
+stores what hooks spooled while it was starting; counts requests (an open MCP stream
+counts as one in flight, so the agent's MCP entry keeps it alive) and stops when idle;
+removes its note when it ends. When another process already writes the store and serves
+it over HTTP, the note points there and this one exits: one writer, one server.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+import structlog
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ralph_context import namespaces
+from ralph_context.config import Settings
+from ralph_context.server.agents.events import AgentEvents
+from ralph_context.server.agents.project import ServerNote, take_spool, write_server
+
+__all__ = ["Activity", "advertise", "ingest_spool", "watch_idle"]
+
+log = structlog.get_logger("ralph_context.agents")
+
+# How often the idle check looks (seconds): an idle exit is late by at most this.
+_IDLE_CHECK = 5.0
+
+
+class Activity:
+    """ASGI middleware counting requests in flight and when the last one ended."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.in_flight = 0
+        self.last = time.monotonic()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+            self.last = time.monotonic()
+
+    def idle_for(self) -> float:
+        """Seconds since the last request ended, 0 while one is in flight."""
+        return 0.0 if self.in_flight else time.monotonic() - self.last
+
+
+def advertise(root: Path, mcp_url: str, settings: Settings, pid: int | None = None) -> ServerNote:
+    """Write the project's note for the server whose default namespace answers at
+    ``mcp_url``, naming the project's namespace; ``pid``: the server's process, when it is
+    another one (default: this one)."""
+    url = urlsplit(namespaces.endpoint(mcp_url, settings.storage.namespace))
+    token_file = settings.token_path()
+    note = ServerNote(
+        base_url=f"{url.scheme}://{url.netloc}",
+        mcp_path=url.path,
+        pid=os.getpid() if pid is None else pid,
+        token_file=str(token_file) if token_file.is_file() else None,
+    )
+    write_server(root, note)
+    return note
+
+
+async def ingest_spool(root: Path, events: AgentEvents) -> int:
+    """Store what hooks kept while no server answered; how many payloads were taken."""
+    taken = take_spool(root)
+    for client, payload in taken:
+        try:
+            await events.handle(client or "claude", payload)
+        except Exception as exc:  # one bad payload does not stop the others
+            log.warning("spooled_hook_failed", error=f"{type(exc).__name__}: {exc}")
+    if taken:
+        log.info("spool_ingested", payloads=len(taken))
+    return len(taken)
+
+
+async def watch_idle(activity: Activity, minutes: float, stop: anyio.Event) -> None:
+    """Set ``stop`` once no request has come for ``minutes``."""
+    limit = minutes * 60
+    while not stop.is_set():
+        await anyio.sleep(min(_IDLE_CHECK, limit))
+        if activity.idle_for() >= limit:
+            log.info("idle_exit", minutes=minutes)
+            stop.set()

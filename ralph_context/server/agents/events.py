@@ -1,0 +1,362 @@
+"""What each hook event of Claude Code or Codex does with the engine.
+
+- ``SessionStart``: a brief (the open task, recent errors nothing has fixed yet, the
+  latest fixes, the most useful skills) within ``agents.session_budget_tokens``.
+- ``UserPromptSubmit``: retrieval for the prompt within ``agents.prompt_budget_tokens``
+  and the engine's own threshold: nothing when nothing passes (no filler), and no item
+  twice in a session unless it changed.
+- ``PostToolUseFailure`` (and a Codex ``PostToolUse`` whose command failed): the failure
+  is stored as an ``error``, and the answer says how the same or a similar failure was
+  fixed before, when memory knows.
+- ``PostToolUse``: a command and its output as ``output``, an edit as a ``file`` note;
+  when a command that failed (here or in an earlier session) succeeds, the steps taken
+  since are stored as a ``fix`` skill linked to the error (``resolves``), so "how was this
+  fixed" has an answer.
+- ``Stop``: the turn as an iteration, its last answer as the summary.
+- ``PreCompact``: the session's record of what it was given is cleared (the model loses
+  it in the compaction). ``SessionEnd``: the session's captures are waited for (within the
+  host's 1.5 s), then its state is dropped.
+
+Captures are acknowledged at once and stored behind the answer, in order per session, so
+a hook on a tool call costs the agent a round trip, not an embedding and a commit. Every
+item carries its provenance (client, session, folder, branch; ``capture.provenance``) and
+the session as its ``source``, so items of one session are neighbours in retrieval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from ralph_context.config.agents import AgentsSettings
+from ralph_context.engine import Engine
+from ralph_context.models import ContextItem, IterationResult, JsonValue
+from ralph_context.server.agents.brief import Section, render
+from ralph_context.server.agents.capture import (
+    Failure,
+    edit_of,
+    failure_of,
+    provenance,
+    ran_of,
+    trim,
+)
+from ralph_context.server.agents.sessions import Session, SessionBook
+
+__all__ = ["FIX_TAG", "AgentEvents"]
+
+log = structlog.get_logger("ralph_context.agents")
+
+FIX_TAG = "fix"
+ERROR_TAG = "agent-error"
+# Seconds SessionEnd waits for its session's captures (Claude Code gives the hook 1.5 s).
+_END_WAIT = 1.0
+_BRIEF_ERRORS = 3
+_BRIEF_FIXES = 3
+_BRIEF_SKILLS = 3
+_FIXES_SHOWN = 2
+
+Handler = Callable[[str, dict[str, Any], Session], Awaitable[tuple[str, str]]]
+
+
+class AgentEvents:
+    """One namespace's hook events, answered with its engine.
+
+    Args:
+        engine: The namespace's engine.
+        settings: ``agents:`` switches and budgets.
+        group: Where captures are stored after the answer (the server's lifetime).
+    """
+
+    def __init__(self, engine: Engine, settings: AgentsSettings, group: TaskGroup) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.group = group
+        self.sessions = SessionBook()
+        self._turns = anyio.Lock()
+        self._handlers: dict[str, Handler] = {
+            "SessionStart": self._session_start,
+            "UserPromptSubmit": self._prompt,
+            "PostToolUseFailure": self._tool_failed,
+            "PostToolUse": self._tool_used,
+            "Stop": self._stop,
+            "PreCompact": self._pre_compact,
+            "SessionEnd": self._session_end,
+        }
+
+    async def handle(self, client: str, payload: dict[str, Any]) -> tuple[str, str]:
+        """The context for the agent (often empty) and a word on what was done."""
+        if not self.settings.enabled:
+            return "", "off: agents.enabled is false"
+        handler = self._handlers.get(str(payload.get("hook_event_name")))
+        if handler is None:
+            return "", "ignored: not an event this hook handles"
+        session = self.sessions.get(str(payload.get("session_id") or "-"))
+        return await handler(client, payload, session)
+
+    async def wait_for_captures(self, session_id: str, seconds: float) -> None:
+        """Until the session's captures are stored, or ``seconds`` pass."""
+        session = self.sessions.get(session_id)
+        with anyio.move_on_after(seconds):
+            while session.pending:
+                await session.settled.wait()
+
+    # -- the events ---------------------------------------------------------------------
+
+    async def _session_start(
+        self, client: str, payload: dict[str, Any], session: Session
+    ) -> tuple[str, str]:
+        if not self.settings.session_brief:
+            return "", "off: agents.session_brief is false"
+        engine = self.engine
+        tasks = (await engine.browse(context_types=["task"], limit=1)).items
+        fixes = (await engine.browse(context_types=["skill"], tags=[FIX_TAG], limit=50)).items
+        fixed = {item.metadata.get("resolves") for item in fixes}
+        errors = (await engine.browse(context_types=["error"], limit=20)).items
+        open_errors = [item for item in errors if item.id not in fixed][:_BRIEF_ERRORS]
+        skills = [item for item in await engine.skills() if FIX_TAG not in item.tags][
+            :_BRIEF_SKILLS
+        ]
+        sections = [
+            Section("Open task", tasks),
+            Section("Recent errors not fixed yet", open_errors),
+            Section("Recent fixes", fixes[:_BRIEF_FIXES]),
+            Section("Skills", skills),
+        ]
+        text, shown = render(sections, self.settings.session_budget_tokens)
+        _mark(session, shown)
+        return text, f"brief: {len(shown)} items"
+
+    async def _prompt(
+        self, client: str, payload: dict[str, Any], session: Session
+    ) -> tuple[str, str]:
+        if not self.settings.prompt_context:
+            return "", "off: agents.prompt_context is false"
+        prompt = str(payload.get("prompt") or "").strip()
+        if not prompt:
+            return "", "none: empty prompt"
+        found = await self.engine.search(prompt, max_tokens=self.settings.prompt_budget_tokens)
+        items = await self._with_fixes([hit.item for hit in found.items])
+        fresh = [item for item in items if session.fresh(item.id, item.content)]
+        text, shown = render(
+            [Section("Relevant to this prompt", fresh)], self.settings.prompt_budget_tokens
+        )
+        _mark(session, shown)
+        repeated = len(found.items) - len(fresh)
+        return text, f"prompt: {len(shown)} items ({repeated} given before, tier {found.tier})"
+
+    async def _tool_failed(
+        self, client: str, payload: dict[str, Any], session: Session
+    ) -> tuple[str, str]:
+        failure = failure_of(payload)
+        if failure is None or not self.settings.capture_failures:
+            return "", "none: not a command failure, or failures are not captured"
+        session.failed_at[failure.command] = session.taken
+        error = trim(failure.error, self.settings.max_captured_chars)
+        fixes = await self._fixes_for(failure.command, error)
+        fresh = [item for item in fixes if session.fresh(item.id, item.content)]
+        text, shown = render(
+            [Section("This failure was seen before; how it was fixed", fresh)],
+            self.settings.prompt_budget_tokens,
+        )
+        _mark(session, shown)
+        self._later(session, self._store_failure(client, payload, failure, error))
+        return text, f"failure stored; {len(shown)} fixes given"
+
+    async def _tool_used(
+        self, client: str, payload: dict[str, Any], session: Session
+    ) -> tuple[str, str]:
+        if failure_of(payload) is not None:  # Codex reports failures here
+            return await self._tool_failed(client, payload, session)
+        ran, edit = ran_of(payload), edit_of(payload)
+        if ran is not None and self.settings.capture_commands:
+            steps = session.steps_since(ran.command)
+            failed_here = ran.command in session.failed_at
+            session.failed_at.pop(ran.command, None)
+            session.step(f"ran `{ran.command}`")
+            self._later(session, self._store_run(client, payload, ran.command, ran.output))
+            self._later(session, self._link_fix(client, payload, ran.command, steps, failed_here))
+            return "", "command stored"
+        if edit is not None and self.settings.capture_edits:
+            session.step(edit.summary)
+            metadata = {**provenance(client, payload), "path": edit.path[:300]}
+            self._later(session, self._store(client, payload, edit.summary, "file", metadata))
+            return "", "edit stored"
+        return "", "none: not a command or an edit, or its capture is off"
+
+    async def _stop(
+        self, client: str, payload: dict[str, Any], session: Session
+    ) -> tuple[str, str]:
+        if not self.settings.record_turns:
+            return "", "off: agents.record_turns is false"
+        summary = trim(str(payload.get("last_assistant_message") or ""), 4000)
+        if not summary:
+            return "", "none: the turn said nothing"
+        steps = tuple(session.steps[-10:])
+        self._later(session, self._record_turn(summary, steps))
+        return "", "turn recorded"
+
+    async def _pre_compact(
+        self, client: str, payload: dict[str, Any], session: Session
+    ) -> tuple[str, str]:
+        session.injected.clear()
+        return "", "compaction: what was given may be given again"
+
+    async def _session_end(
+        self, client: str, payload: dict[str, Any], session: Session
+    ) -> tuple[str, str]:
+        session_id = str(payload.get("session_id") or "-")
+        await self.wait_for_captures(session_id, _END_WAIT)
+        left = session.pending
+        self.sessions.drop(session_id)
+        return "", f"session closed ({left} captures still being stored)"
+
+    # -- reading ------------------------------------------------------------------------
+
+    async def _fixes_for(self, command: str, error: str) -> list[ContextItem]:
+        """Fixes of this command's earlier failures, then of failures like this one."""
+        same = await self.engine.search(
+            error or command,
+            context_types=["skill"],
+            tags=[FIX_TAG],
+            metadata=[{"key": "command", "op": "==", "value": command}],
+            min_score=0.0,
+            max_items=1,
+        )
+        like = await self.engine.search(
+            f"{command}\n{error}", context_types=["skill"], tags=[FIX_TAG], max_items=2
+        )
+        found: dict[str, ContextItem] = {}
+        for hit in (*same.items, *like.items):
+            found.setdefault(hit.item.id, hit.item)
+        return list(found.values())[:_FIXES_SHOWN]
+
+    async def _with_fixes(self, items: list[ContextItem]) -> list[ContextItem]:
+        """``items`` with each failure that was fixed replaced by its fix (which quotes
+        the failure): the agent asking about an error wants how it was resolved, and the
+        two texts together would be near-duplicates."""
+        shown: dict[str, ContextItem] = {}
+        for item in items:
+            fix = await self._fix_of(item) if ERROR_TAG in item.tags else None
+            chosen = fix or item
+            shown.setdefault(chosen.id, chosen)
+        return list(shown.values())
+
+    async def _fix_of(self, error: ContextItem) -> ContextItem | None:
+        found = await self.engine.search(
+            error.content[:500],
+            context_types=["skill"],
+            tags=[FIX_TAG],
+            metadata=[{"key": "resolves", "op": "==", "value": error.id}],
+            min_score=0.0,
+            max_items=1,
+        )
+        return found.items[0].item if found.items else None
+
+    async def _open_error(self, command: str) -> ContextItem | None:
+        """The newest stored failure of ``command`` no fix resolves yet."""
+        found = await self.engine.search(
+            command,
+            context_types=["error"],
+            tags=[ERROR_TAG],
+            metadata=[{"key": "command", "op": "==", "value": command}],
+            min_score=0.0,
+            max_items=5,
+        )
+        for item in sorted((hit.item for hit in found.items), key=lambda i: i.created_at)[::-1]:
+            return None if await self._fix_of(item) is not None else item
+        return None
+
+    # -- writing (behind the answer) ----------------------------------------------------
+
+    def _later(self, session: Session, work: Awaitable[object]) -> None:
+        if not session.pending:
+            session.settled = anyio.Event()
+        session.pending += 1
+
+        async def run() -> None:
+            try:
+                async with session.order:
+                    await work
+            except Exception as exc:  # a capture that fails is logged; the agent went on
+                log.warning("agent_capture_failed", error=f"{type(exc).__name__}: {exc}")
+            finally:
+                session.pending -= 1
+                if not session.pending:
+                    session.settled.set()
+
+        self.group.start_soon(run)
+
+    async def _store(
+        self,
+        client: str,
+        payload: dict[str, Any],
+        content: str,
+        kind: str,
+        metadata: dict[str, JsonValue],
+        tags: tuple[str, ...] = (),
+    ) -> ContextItem:
+        return await self.engine.store(
+            content,
+            kind,
+            tags=(*tags, client),
+            metadata=metadata,
+            source=f"{client}:{str(payload.get('session_id') or '-')[:80]}",
+        )
+
+    async def _store_failure(
+        self, client: str, payload: dict[str, Any], failure: Failure, error: str
+    ) -> None:
+        code = "" if failure.exit_code is None else f" (exit {failure.exit_code})"
+        content = f"`{failure.command}` failed{code}:\n{error or '(no output)'}"
+        metadata = {**provenance(client, payload), "command": failure.command}
+        if failure.exit_code is not None:
+            metadata["exit_code"] = failure.exit_code
+        await self._store(client, payload, content, "error", metadata, (ERROR_TAG,))
+
+    async def _store_run(
+        self, client: str, payload: dict[str, Any], command: str, output: str
+    ) -> None:
+        if not output.strip():
+            return  # a command that printed nothing says nothing worth retrieving
+        content = f"$ {command}\n{trim(output, self.settings.max_captured_chars)}"
+        metadata = {**provenance(client, payload), "command": command}
+        await self._store(client, payload, content, "output", metadata)
+
+    async def _link_fix(
+        self,
+        client: str,
+        payload: dict[str, Any],
+        command: str,
+        steps: list[str],
+        failed_here: bool,
+    ) -> None:
+        """When ``command`` failed before and succeeds now: the steps between are its fix."""
+        error = await self._open_error(command)
+        if error is None:
+            return
+        how = "; ".join(steps) if steps else "nothing else: it succeeded when run again"
+        where = "in this session" if failed_here else "in a later session"
+        cause = trim(error.content, 600)
+        content = (
+            f"Fix for a failure of `{command}`. It failed with: {cause}\n"
+            f"How it was fixed ({where}): {how}; then `{command}` succeeded."
+        )
+        metadata = {**provenance(client, payload), "command": command, "resolves": error.id}
+        await self._store(client, payload, content, "skill", metadata, (FIX_TAG,))
+
+    async def _record_turn(self, summary: str, steps: tuple[str, ...]) -> None:
+        async with self._turns:  # two sessions must not take the same iteration number
+            latest = self.engine.current_iteration
+            result = IterationResult(
+                iteration=latest + 1, success=True, summary=summary, tool_calls=steps
+            )
+            await self.engine.record_iteration(result)
+
+
+def _mark(session: Session, items: list[ContextItem]) -> None:
+    for item in items:
+        session.mark(item.id, item.content)

@@ -1,0 +1,236 @@
+"""Which project a hook runs in, and where that project's shared server answers.
+
+Standard library only: this runs in every hook process, before anything else is imported.
+
+A project is its git repository, not a folder: the hook's ``cwd`` may be a subfolder, or a
+worktree of the same repository (whose ``.git`` is a file pointing into the main
+repository's ``.git/worktrees/``). All of them resolve to the main worktree's top level,
+so they share one store and one server. Outside git the working folder is the project.
+
+The project's agent files live in ``<project>/.agent/`` (beside the default store):
+
+- ``agent-server.json``: the running server's endpoint and PID, written by the server
+  once it listens and removed when it exits (a stale one is found by a refused
+  connection);
+- ``agent-server.starting``: taken by the hook that starts the server, so a burst of hooks
+  starts one (another start is tried once it is older than :data:`START_GRACE` seconds);
+- ``hook-spool.jsonl``: payloads captured while no server answered, which the server
+  stores when it starts (so the first failure of a session is not lost);
+- ``hooks.log`` and ``agent-server.log``: one line per hook that failed, the server's
+  stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "SPOOL_FILE",
+    "ServerNote",
+    "agent_folder",
+    "bearer_token",
+    "forget_server",
+    "project_root",
+    "read_server",
+    "spool",
+    "start_server",
+    "take_spool",
+    "write_server",
+]
+
+FOLDER = ".agent"
+SERVER_FILE = "agent-server.json"
+STARTING_FILE = "agent-server.starting"
+SPOOL_FILE = "hook-spool.jsonl"
+SERVER_LOG = "agent-server.log"
+TOKEN_ENV = "RALPH_CONTEXT_TOKEN"
+# Seconds a start is given before another hook may try again (model load and store open).
+START_GRACE = 30.0
+# The spool stops growing here: a server that never comes up must not fill the disk.
+MAX_SPOOL_BYTES = 8 << 20
+
+
+@dataclass(frozen=True)
+class ServerNote:
+    """How a hook reaches the project's server: its base URL (``http://127.0.0.1:PORT``),
+    the MCP path of its namespace, and the token file to read a bearer token from (when
+    the server needs one)."""
+
+    base_url: str
+    mcp_path: str
+    pid: int
+    token_file: str | None = None
+
+
+def project_root(cwd: Path) -> Path:
+    """The main worktree's top level of the git repository holding ``cwd``, else ``cwd``."""
+    here = cwd.resolve()
+    for folder in (here, *here.parents):
+        marker = folder / ".git"
+        if marker.is_dir():
+            return folder
+        if marker.is_file():
+            return _main_worktree(folder, marker)
+    return here
+
+
+def _main_worktree(folder: Path, marker: Path) -> Path:
+    """A linked worktree's ``.git`` file says ``gitdir: <main>/.git/worktrees/<name>``,
+    whose ``commondir`` names the main ``.git``; a submodule's points elsewhere and is its
+    own project."""
+    try:
+        line = marker.read_text(encoding="utf-8").strip()
+        gitdir = Path(line.removeprefix("gitdir:").strip())
+        gitdir = gitdir if gitdir.is_absolute() else (folder / gitdir).resolve()
+        common = gitdir / "commondir"
+        if not common.is_file():
+            return folder
+        main_git = (gitdir / common.read_text(encoding="utf-8").strip()).resolve()
+        return main_git.parent if main_git.name == ".git" else folder
+    except (OSError, ValueError):
+        return folder
+
+
+def agent_folder(root: Path) -> Path:
+    return root / FOLDER
+
+
+def read_server(root: Path) -> ServerNote | None:
+    """The server note of ``root``'s project, if one is there and readable."""
+    try:
+        data = json.loads((agent_folder(root) / SERVER_FILE).read_text(encoding="utf-8"))
+        return ServerNote(
+            base_url=str(data["base_url"]),
+            mcp_path=str(data.get("mcp_path", "/mcp")),
+            pid=int(data["pid"]),
+            token_file=data.get("token_file"),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_server(root: Path, note: ServerNote) -> None:
+    """Advertise ``note`` (atomically: a hook never reads half a note)."""
+    folder = _private_folder(root)
+    body = json.dumps(note.__dict__, indent=2) + "\n"
+    temporary = folder / f".{SERVER_FILE}.{os.getpid()}"
+    temporary.write_text(body, encoding="utf-8")
+    os.chmod(temporary, 0o600)
+    os.replace(temporary, folder / SERVER_FILE)
+    (folder / STARTING_FILE).unlink(missing_ok=True)
+
+
+def forget_server(root: Path, pid: int) -> None:
+    """Remove the note if it is still ``pid``'s (a newer server's stays)."""
+    note = read_server(root)
+    if note is not None and note.pid == pid:
+        (agent_folder(root) / SERVER_FILE).unlink(missing_ok=True)
+    (agent_folder(root) / STARTING_FILE).unlink(missing_ok=True)
+
+
+def start_server(root: Path, script: list[str] | None = None) -> bool:
+    """Start the project's server detached (its own session: it outlives this hook and
+    the agent), unless another hook started one less than :data:`START_GRACE` s ago.
+    Returns whether this call started it."""
+    folder = _private_folder(root)
+    starting = folder / STARTING_FILE
+    try:
+        if time.time() - starting.stat().st_mtime < START_GRACE:
+            return False
+        starting.unlink(missing_ok=True)
+    except FileNotFoundError:
+        pass
+    try:
+        descriptor = os.open(starting, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return False
+    os.close(descriptor)
+    command = script or [sys.executable, "-m", "ralph_context"]
+    log = open(folder / SERVER_LOG, "ab")
+    try:
+        subprocess.Popen(
+            [*command, "serve", "--for-agents"],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        log.close()
+    return True
+
+
+def bearer_token(note: ServerNote, environ: Mapping[str, str] | None = None) -> str | None:
+    """A bearer token for the server: ``RALPH_CONTEXT_TOKEN``, else the first token of the
+    file the server reads (owner-only, as the server requires) that grants the default
+    namespace or every one."""
+    env = os.environ if environ is None else environ
+    if env.get(TOKEN_ENV):
+        return env[TOKEN_ENV]
+    if not note.token_file:
+        return None
+    try:
+        for line in Path(note.token_file).read_text(encoding="utf-8").splitlines():
+            fields = line.split("#", 1)[0].split()
+            if fields and (len(fields) == 1 or "default" in fields[1].split(",")):
+                return fields[0]
+    except OSError:
+        return None
+    return None
+
+
+def spool(root: Path, client: str, payload: dict[str, Any]) -> bool:
+    """Keep ``payload`` for the server to store when it starts; False when the spool is
+    full. The text is redacted by the server when it stores it; until then it sits in an
+    owner-only file in the project's agent folder."""
+    folder = _private_folder(root)
+    path = folder / SPOOL_FILE
+    try:
+        if path.stat().st_size > MAX_SPOOL_BYTES:
+            return False
+    except FileNotFoundError:
+        pass
+    line = json.dumps({"client": client, "payload": payload}, ensure_ascii=False) + "\n"
+    descriptor = os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
+    with os.fdopen(descriptor, "a", encoding="utf-8") as out:
+        out.write(line)
+    return True
+
+
+def take_spool(root: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The spooled payloads, oldest first; the spool is emptied (renamed away first, so a
+    hook appending meanwhile starts a new one)."""
+    path = agent_folder(root) / SPOOL_FILE
+    taken = path.with_name(f".{SPOOL_FILE}.{os.getpid()}")
+    try:
+        os.replace(path, taken)
+    except FileNotFoundError:
+        return []
+    found: list[tuple[str, dict[str, Any]]] = []
+    try:
+        for line in taken.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+                if isinstance(entry, dict) and isinstance(entry.get("payload"), dict):
+                    found.append((str(entry.get("client", "")), entry["payload"]))
+            except ValueError:
+                continue
+    finally:
+        taken.unlink(missing_ok=True)
+    return found
+
+
+def _private_folder(root: Path) -> Path:
+    folder = agent_folder(root)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder
