@@ -67,10 +67,10 @@ EVENTS: dict[str, tuple[str, ...]] = {
 CLIENTS = tuple(EVENTS)
 # Events whose payload is worth keeping when no server answers: what happened, not a question.
 CAPTURES = frozenset({"PostToolUse", "PostToolUseFailure", "Stop"})
-# Seconds to wait for the server's answer: a prompt's context is worth a little wait, a
-# capture is acknowledged before it is stored. Each is well under the host's own timeout.
-_WAIT = {"SessionStart": 3.0, "UserPromptSubmit": 3.0, "PostToolUseFailure": 2.0}
-_WAIT_OTHER = 0.9
+# Seconds to wait for the server's answer, whatever the event: a hook returns within 1 s
+# with the server hung or slow (a capture is acknowledged before it is stored; a search at
+# 100k items takes tens of milliseconds).
+_WAIT = 0.9
 # A payload larger than this is cut before it is sent (tool output can be megabytes).
 _MAX_FIELD_CHARS = 64_000
 
@@ -103,6 +103,10 @@ def run(client: str, raw: bytes, environ: Mapping[str, str] | None = None) -> st
         return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
     except Exception as exc:  # a hook must never break the agent's prompt
         _log_failure(client, payload, exc)
+        try:
+            _trace(env, client, payload, f"failed: {type(exc).__name__}", started)
+        except Exception:  # the trace is for people looking; it must not break the hook
+            pass
         return ""
 
 
@@ -162,7 +166,7 @@ def _ask(
     token = bearer_token(note, environ)
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    wait = _WAIT.get(event, _WAIT_OTHER)
+    wait = _WAIT
     connection = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=wait)
     try:
         connection.request("POST", path, body=body, headers=headers)

@@ -2,7 +2,8 @@
 and its MCP entry, planned as edits (``files.FileEdit``) the CLI prints or applies.
 
 - Claude Code: ``.claude/settings.json`` (project hooks; Ralph 2.9.3+ loads them in its
-  iterations too) and ``.mcp.json`` (the server, as ``ralph-context init`` registers it).
+  iterations too) and ``.mcp.json`` (the server as ``ralph-context init`` registers it, over
+  stdio as ``serve --shared``: a bridge to the project's server the hooks share).
 - Codex: ``.codex/hooks.json`` (the same hooks shape; Codex has no ``PostToolUseFailure``
   and caps ``SessionEnd`` at 3 s) and our ``[mcp_servers.ralph-context]`` block in
   ``.codex/config.toml``. Codex runs project hooks only once a person has trusted them.
@@ -87,6 +88,7 @@ def plan(
         AgentFileInvalid: A file to edit is malformed; the error names it and what is wrong.
     """
     command = hook_command(script or installed_script(), agent)
+    server = shared(server)
     if agent == "claude":
         settings = project / CLAUDE_SETTINGS
         return (
@@ -106,6 +108,15 @@ def plan(
         _hooks_file(hooks, CODEX_HOOKS, command, "codex", remove=remove),
         _toml(project / CODEX_CONFIG, codex_server(server), remove=remove),
     )
+
+
+def shared(entry: dict[str, Any]) -> dict[str, Any]:
+    """A stdio entry made ``serve --shared``: the agent's MCP server is then a bridge to the
+    project's shared server, which its hooks use too (one writer per store; see
+    ``server.agents.bridge``). An HTTP entry already points at a shared server."""
+    if entry.get("args") == ["serve"]:
+        return {**entry, "args": ["serve", "--shared"]}
+    return entry
 
 
 def codex_server(entry: dict[str, Any]) -> dict[str, Any]:

@@ -132,7 +132,8 @@ async def _serve_agents(
     described: str,
 ) -> None:
     """Serve ``app`` for ``root``'s agents until idle (``server.agents.daemon``)."""
-    activity = daemon.Activity(app)
+    pid = os.getpid()
+    activity = daemon.Activity(app, on_shutdown=lambda: forget_server(root, pid))
     stop = anyio.Event()
 
     async def listening(url: str) -> None:
@@ -148,7 +149,7 @@ async def _serve_agents(
             )
             group.cancel_scope.cancel()
     finally:
-        forget_server(root, os.getpid())
+        forget_server(root, pid)
 
 
 _OPEN_BIND = (

@@ -5,7 +5,6 @@ provenance, redaction, the switches."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -40,14 +39,6 @@ async def handled(
     for session in {str(each.get("session_id")) for each in payloads}:
         await events.wait_for_captures(session, 30)
     return answers
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q", "-b", "feature-x", str(root)], check=True)
-    return root
 
 
 async def test_a_failure_fixed_in_a_later_session_is_what_the_next_one_is_told(
@@ -95,7 +86,7 @@ async def test_every_item_carries_its_provenance_and_secrets_never_reach_the_sto
     assert key not in error.content and "[REDACTED:stripe_key]" in error.content
     assert error.metadata["client"] == "claude" and error.metadata["session_id"] == "s1"
     assert error.metadata["cwd"] == str(project / "sub")
-    assert error.metadata["branch"] == "feature-x"
+    assert error.metadata["branch"] == "main"
     assert error.metadata["command"] == "curl -u admin api"
     assert error.source == "claude:s1" and "claude" in error.tags
 

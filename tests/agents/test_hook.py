@@ -1,59 +1,25 @@
-"""``ralph-context hook claude|codex``: exit 0 and no stdout for every event, whatever the
-payload; a failure is one line in ``hooks.log``; LanceDB and onnxruntime stay unimported;
-inside a Ralph v2 iteration with both set up, the events Ralph's hook covers are deferred."""
+"""``ralph-context hook claude|codex`` as the agents run it, a process per event: with no
+server it answers at once with nothing, starts the project's server detached and keeps the
+captures for it; with the server up it answers with context; whatever the payload or the
+server's state it exits 0; it loads neither LanceDB nor onnxruntime; inside a Ralph v2
+iteration with both set up, the events Ralph's hook covers are deferred."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ralph_context.agents.hook import EVENTS
 from ralph_context.agents.setup import CLAUDE_HOOKS, CODEX_HOOKS
+from ralph_context.server.agents.project import SPOOL_FILE, agent_folder, read_server
+from tests.agents.conftest import agent_env, wait_for_note
+from tests.agents.payloads import EXTRA, failed, payload, prompt
 from tests.test_cli import cli
-
-SESSION = "ab96d860-7c35-4883-b362-067d2c28214f"
-
-
-def payload(event: str, cwd: Path, **fields: Any) -> dict[str, Any]:
-    """A payload shaped like those Claude Code 2.1.332 sends (common fields first)."""
-    return {
-        "session_id": SESSION,
-        "transcript_path": f"/home/user/.claude/projects/-proj/{SESSION}.jsonl",
-        "cwd": str(cwd),
-        "permission_mode": "default",
-        "hook_event_name": event,
-        **fields,
-    }
-
-
-EXTRA: dict[str, dict[str, Any]] = {
-    "SessionStart": {"source": "startup"},
-    "UserPromptSubmit": {"prompt": "Check the import."},
-    "PostToolUse": {
-        "tool_name": "Bash",
-        "tool_input": {"command": "echo ok", "description": "run it"},
-        "tool_response": {"stdout": "ok", "stderr": "", "interrupted": False},
-        "tool_use_id": "toolu_0002",
-        "duration_ms": 38,
-    },
-    "PostToolUseFailure": {
-        "tool_name": "Bash",
-        "tool_input": {"command": "python3 -c 'import zz'", "description": "run it"},
-        "tool_use_id": "toolu_0002",
-        "error": "Exit code 1\nModuleNotFoundError: No module named 'zz'",
-        "is_interrupt": False,
-        "duration_ms": 170,
-    },
-    "Stop": {"stop_hook_active": False, "last_assistant_message": "Done."},
-    "PreCompact": {"trigger": "auto", "custom_instructions": ""},
-    "SessionEnd": {"reason": "other"},
-}
 
 
 def hook(client: str, stdin: bytes, cwd: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
@@ -62,10 +28,14 @@ def hook(client: str, stdin: bytes, cwd: Path, **env: str) -> subprocess.Complet
         input=stdin,
         capture_output=True,
         cwd=cwd,
-        env={**os.environ, **env},
+        env=agent_env(**env),
         timeout=60,
         check=False,
     )
+
+
+def traced(trace: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
 
 
 def test_the_hooks_init_wires_are_the_events_the_hook_answers() -> None:
@@ -73,54 +43,75 @@ def test_the_hooks_init_wires_are_the_events_the_hook_answers() -> None:
     assert EVENTS["codex"] == tuple(spec.event for spec in CODEX_HOOKS)
 
 
-@pytest.mark.parametrize("client", ["claude", "codex"])
-def test_every_event_exits_0_with_nothing_on_stdout(client: str, tmp_path: Path) -> None:
-    trace = tmp_path / "trace.jsonl"
-    for event in EVENTS[client]:
-        data = json.dumps(payload(event, tmp_path, **EXTRA[event])).encode()
-        done = hook(client, data, tmp_path, RALPH_CONTEXT_HOOK_TRACE=str(trace))
+def test_without_a_server_the_hooks_answer_nothing_start_one_and_it_stores_their_captures(
+    project: Path,
+) -> None:
+    trace = project.parent / "trace.jsonl"
+    error = "ZorblaxError: the flux capacitor table is empty"
+    for event in EVENTS["claude"]:
+        data = payload(event, project / "src", **EXTRA[event])
+        if event == "PostToolUseFailure":
+            data = failed(project / "src", "python3 flux.py", error)
+        done = hook(
+            "claude", json.dumps(data).encode(), project, RALPH_CONTEXT_HOOK_TRACE=str(trace)
+        )
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
-    lines = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
-    assert [line["event"] for line in lines] == list(EVENTS[client])
-    assert {line["action"] for line in lines} == {
-        "none: behaviour per event is not implemented yet"
-    }
-    assert not (tmp_path / ".agent").exists()  # nothing failed, nothing logged
+    actions = {str(line["event"]): str(line["action"]) for line in traced(trace)}
+    assert actions["SessionStart"] == "server starting; nothing injected"
+    assert actions["PostToolUseFailure"].endswith("kept for it")
+    assert actions["UserPromptSubmit"].endswith("nothing injected")
+    # One server for the project, found from a subfolder: it stores what was kept...
+    wait_for_note(project)
+    note = read_server(project)
+    assert note is not None and note.base_url.startswith("http://127.0.0.1:")
+    question = prompt(project, "Why was the flux capacitor table empty?", session="later")
+    for _ in range(120):  # the server takes the spool once it listens
+        if not (agent_folder(project) / SPOOL_FILE).exists():
+            break
+        time.sleep(0.5)
+    done = hook("claude", json.dumps(question).encode(), project)
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    # ...and answers the next prompt with it.
+    assert answer["hookEventName"] == "UserPromptSubmit"
+    assert error in answer["additionalContext"]
 
 
 @pytest.mark.parametrize("stdin", [b"", b"not json", b"[1, 2]", b'{"session_id": "x"}'], ids=repr)
-def test_a_bad_payload_exits_0_and_leaves_one_line_in_the_stores_folder(
-    stdin: bytes, tmp_path: Path
+def test_a_bad_payload_exits_0_and_leaves_one_line_in_the_projects_hooks_log(
+    stdin: bytes, project: Path
 ) -> None:
-    (tmp_path / "ralph.yaml").write_text(
-        "learning:\n  mcp_context:\n    storage:\n      path: mem/store\n", encoding="utf-8"
-    )
-    done = hook("claude", stdin, tmp_path)
+    done = hook("claude", stdin, project / ".")
     assert done.returncode == 0 and done.stdout == b""
     assert done.stderr.decode().startswith("ralph-context hook claude ?: skipped (PayloadProblem")
-    (line,) = (tmp_path / "mem" / "hooks.log").read_text(encoding="utf-8").splitlines()
+    (line,) = (agent_folder(project) / "hooks.log").read_text(encoding="utf-8").splitlines()
     assert "skipped (PayloadProblem: the hook payload" in line
+    assert (
+        read_server(project) is None
+        and not (agent_folder(project) / "agent-server.starting").exists()
+    )
 
 
-def test_the_hook_loads_neither_lancedb_nor_onnxruntime(tmp_path: Path) -> None:
-    data = json.dumps(payload("UserPromptSubmit", tmp_path, prompt="hi")).encode()
+def test_the_hook_loads_neither_lancedb_nor_onnxruntime_nor_pydantic(project: Path) -> None:
+    data = json.dumps(payload("UserPromptSubmit", project, prompt="hi")).encode()
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "ralph_context", "hook", "claude"],
         input=data,
         capture_output=True,
-        cwd=tmp_path,
+        cwd=project,
+        env=agent_env(),
         timeout=60,
         check=True,
     )
     imported = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()}
     assert "ralph_context.agents.hook" in imported
-    heavy = {name for name in imported if name.split(".")[0] in {"lancedb", "onnxruntime"}}
-    assert heavy == set()
+    heavy = {"lancedb", "onnxruntime", "pydantic", "typer", "rich", "structlog"}
+    assert {name for name in imported if name.split(".")[0] in heavy} == set()
 
 
 def test_with_ralph_v2_and_claude_set_up_ralphs_hook_injects_once_per_iteration(
-    tmp_path: Path,
+    project: Path,
 ) -> None:
+    tmp_path = project
     cli("init", "--project", str(tmp_path), "--ralph", "v2", "--agent", "claude")
     settings = json.loads((tmp_path / ".claude" / "settings.json").read_text(encoding="utf-8"))
     assert "UserPromptSubmit" in settings["hooks"]
@@ -148,9 +139,9 @@ def test_with_ralph_v2_and_claude_set_up_ralphs_hook_injects_once_per_iteration(
     )
     # What Ralph has no hook for stays the Claude hook's, inside the loop too.
     for event in ("PostToolUseFailure", "PostToolUse", "SessionEnd"):
-        assert action(event, **in_loop).startswith("none:")
+        assert not action(event, **in_loop).startswith("deferred:")
     # A person's own claude session in the same project: nothing deferred.
-    environ = {k: v for k, v in os.environ.items() if k != "RALPH_WORKSPACE_ROOT"}
+    environ = {k: v for k, v in agent_env().items() if k != "RALPH_WORKSPACE_ROOT"}
     data = json.dumps(payload("UserPromptSubmit", tmp_path, prompt="x")).encode()
     subprocess.run(
         [sys.executable, "-m", "ralph_context", "hook", "claude"],
@@ -160,12 +151,13 @@ def test_with_ralph_v2_and_claude_set_up_ralphs_hook_injects_once_per_iteration(
         timeout=60,
         check=True,
     )
-    assert json.loads(trace.read_text(encoding="utf-8").splitlines()[-1])["action"].startswith(
-        "none:"
+    assert not json.loads(trace.read_text(encoding="utf-8").splitlines()[-1])["action"].startswith(
+        "deferred:"
     )
 
 
-def test_without_ralph_v2s_hook_the_claude_hook_defers_to_nothing(tmp_path: Path) -> None:
+def test_without_ralph_v2s_hook_the_claude_hook_defers_to_nothing(project: Path) -> None:
+    tmp_path = project
     cli("init", "--project", str(tmp_path), "--agent", "claude")
     (tmp_path / "ralph.yml").write_text("cli:\n  backend: claude\n", encoding="utf-8")
     trace = tmp_path / "trace.jsonl"
@@ -177,4 +169,4 @@ def test_without_ralph_v2s_hook_the_claude_hook_defers_to_nothing(tmp_path: Path
         RALPH_WORKSPACE_ROOT=str(tmp_path),
         RALPH_CONTEXT_HOOK_TRACE=str(trace),
     )
-    assert json.loads(trace.read_text(encoding="utf-8"))["action"].startswith("none:")
+    assert not json.loads(trace.read_text(encoding="utf-8"))["action"].startswith("deferred:")

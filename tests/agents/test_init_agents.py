@@ -62,7 +62,7 @@ def test_claude_merges_with_the_users_hooks_and_servers_and_remove_restores_thei
     assert '\n\t\t"SessionStart": [\n\t\t\t{\n\t\t\t\t"hooks": [' in text  # the file's tabs
     servers = json.loads((tmp_path / ".mcp.json").read_text(encoding="utf-8"))["mcpServers"]
     assert list(servers) == ["github", "ralph-context"]
-    assert servers["ralph-context"]["args"] == ["serve"]
+    assert servers["ralph-context"]["args"] == ["serve", "--shared"]
 
     once = snapshot(tmp_path)
     assert "already set up" in init(tmp_path, "--agent", "claude")
@@ -161,7 +161,7 @@ def test_codex_merges_with_the_users_config_and_remove_restores_their_bytes(
     init(tmp_path, "--agent", "codex")
     config = tomllib.loads((tmp_path / ".codex" / "config.toml").read_text(encoding="utf-8"))
     assert config["model"] == "o3" and list(config["mcp_servers"]) == ["docs", "ralph-context"]
-    assert config["mcp_servers"]["ralph-context"]["args"] == ["serve"]
+    assert config["mcp_servers"]["ralph-context"]["args"] == ["serve", "--shared"]
     hooks = json.loads((tmp_path / ".codex" / "hooks.json").read_text(encoding="utf-8"))["hooks"]
     assert list(hooks) == ["Stop"] + [spec.event for spec in CODEX_HOOKS if spec.event != "Stop"]
     assert hooks["SessionEnd"][0]["hooks"][0]["timeout"] <= 3  # Codex's cap

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.agents.conftest import IDLE_EXIT_MINUTES
 from tests.agents.fake_anthropic import FakeAnthropic
 from tests.test_cli import cli
 
@@ -54,10 +55,11 @@ def test_the_pinned_claude_and_codex_binaries_run(tmp_path: Path) -> None:
     assert codex.stdout.strip() == "codex-cli 0.171.0"
 
 
-def test_claude_p_runs_a_session_and_our_hook_answers_its_events(tmp_path: Path) -> None:
+def test_claude_p_runs_a_session_and_our_hook_answers_its_events(
+    project: Path, tmp_path: Path
+) -> None:
     binary = need(CLAUDE)
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir()
+    home = tmp_path / "home"
     home.mkdir()
     cli("init", "--project", str(project), "--agent", "claude")
     trace = tmp_path / "trace.jsonl"
@@ -67,6 +69,7 @@ def test_claude_p_runs_a_session_and_our_hook_answers_its_events(tmp_path: Path)
             ANTHROPIC_BASE_URL=api.url,
             ANTHROPIC_API_KEY="sk-ant-test-not-a-key",
             RALPH_CONTEXT_HOOK_TRACE=str(trace),
+            RALPH_CONTEXT_AGENTS__IDLE_EXIT_MINUTES=IDLE_EXIT_MINUTES,
         )
         done = subprocess.run(
             [binary, "-p", "Say something short.", "--output-format", "json"],

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import anyio
 import structlog
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ralph_context import namespaces
 from ralph_context.config import Settings
@@ -36,14 +37,20 @@ _IDLE_CHECK = 5.0
 
 
 class Activity:
-    """ASGI middleware counting requests in flight and when the last one ended."""
+    """ASGI middleware counting requests in flight and when the last one ended; it calls
+    ``on_shutdown`` when the server begins to shut down (uvicorn re-raises a SIGTERM once
+    it has served its last request, so code after ``serve()`` never runs then)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, on_shutdown: Callable[[], object] | None = None) -> None:
         self.app = app
+        self.on_shutdown = on_shutdown
         self.in_flight = 0
         self.last = time.monotonic()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, self._watching(receive), send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -53,6 +60,15 @@ class Activity:
         finally:
             self.in_flight -= 1
             self.last = time.monotonic()
+
+    def _watching(self, receive: Receive) -> Receive:
+        async def watched() -> Message:
+            message = await receive()
+            if message.get("type") == "lifespan.shutdown" and self.on_shutdown is not None:
+                self.on_shutdown()
+            return message
+
+        return watched
 
     def idle_for(self) -> float:
         """Seconds since the last request ended, 0 while one is in flight."""

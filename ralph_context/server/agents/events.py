@@ -15,7 +15,7 @@
 - ``Stop``: the turn as an iteration, its last answer as the summary.
 - ``PreCompact``: the session's record of what it was given is cleared (the model loses
   it in the compaction). ``SessionEnd``: the session's captures are waited for (within the
-  host's 1.5 s), then its state is dropped.
+  host's 1.5 s); its record stays, since ``--continue``/``--resume`` go on with its id.
 
 Captures are acknowledged at once and stored behind the answer, in order per session, so
 a hook on a tool call costs the agent a round trip, not an embedding and a commit. Every
@@ -120,11 +120,14 @@ class AgentEvents:
         skills = [item for item in await engine.skills() if FIX_TAG not in item.tags][
             :_BRIEF_SKILLS
         ]
-        sections = [
-            Section("Open task", tasks),
-            Section("Recent errors not fixed yet", open_errors),
-            Section("Recent fixes", fixes[:_BRIEF_FIXES]),
-            Section("Skills", skills),
+        sections = [  # a resumed session was given its brief already
+            Section(title, [item for item in items if session.fresh(item.id, item.content)])
+            for title, items in (
+                ("Open task", tasks),
+                ("Recent errors not fixed yet", open_errors),
+                ("Recent fixes", fixes[:_BRIEF_FIXES]),
+                ("Skills", skills),
+            )
         ]
         text, shown = render(sections, self.settings.session_budget_tokens)
         _mark(session, shown)
@@ -156,10 +159,10 @@ class AgentEvents:
             return "", "none: not a command failure, or failures are not captured"
         session.failed_at[failure.command] = session.taken
         error = trim(failure.error, self.settings.max_captured_chars)
+        # Said beside every failure it fixes, even if given before: this is the moment.
         fixes = await self._fixes_for(failure.command, error)
-        fresh = [item for item in fixes if session.fresh(item.id, item.content)]
         text, shown = render(
-            [Section("This failure was seen before; how it was fixed", fresh)],
+            [Section("This failure was seen before; how it was fixed", fixes)],
             self.settings.prompt_budget_tokens,
         )
         _mark(session, shown)
@@ -208,11 +211,9 @@ class AgentEvents:
     async def _session_end(
         self, client: str, payload: dict[str, Any], session: Session
     ) -> tuple[str, str]:
-        session_id = str(payload.get("session_id") or "-")
-        await self.wait_for_captures(session_id, _END_WAIT)
-        left = session.pending
-        self.sessions.drop(session_id)
-        return "", f"session closed ({left} captures still being stored)"
+        # The session's record stays (bounded): `claude --continue` resumes the same id.
+        await self.wait_for_captures(str(payload.get("session_id") or "-"), _END_WAIT)
+        return "", f"session ended ({session.pending} captures still being stored)"
 
     # -- reading ------------------------------------------------------------------------
 

@@ -12,8 +12,9 @@ The project's agent files live in ``<project>/.agent/`` (beside the default stor
 - ``agent-server.json``: the running server's endpoint and PID, written by the server
   once it listens and removed when it exits (a stale one is found by a refused
   connection);
-- ``agent-server.starting``: taken by the hook that starts the server, so a burst of hooks
-  starts one (another start is tried once it is older than :data:`START_GRACE` seconds);
+- ``agent-server.starting``: taken by the hook that starts the server (it holds the
+  server's PID), so a burst of hooks starts one (another start is tried once it is older
+  than :data:`START_GRACE` seconds);
 - ``hook-spool.jsonl``: payloads captured while no server answered, which the server
   stores when it starts (so the first failure of a session is not lost);
 - ``hooks.log`` and ``agent-server.log``: one line per hook that failed, the server's
@@ -33,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "SERVER_FILE",
     "SPOOL_FILE",
+    "STARTING_FILE",
     "ServerNote",
     "agent_folder",
     "bearer_token",
@@ -156,7 +159,7 @@ def start_server(root: Path, script: list[str] | None = None) -> bool:
     command = script or [sys.executable, "-m", "ralph_context"]
     log = open(folder / SERVER_LOG, "ab")
     try:
-        subprocess.Popen(
+        child = subprocess.Popen(
             [*command, "serve", "--for-agents"],
             cwd=root,
             stdin=subprocess.DEVNULL,
@@ -167,6 +170,7 @@ def start_server(root: Path, script: list[str] | None = None) -> bool:
         )
     finally:
         log.close()
+    starting.write_text(f"{child.pid}\n", encoding="utf-8")  # who is starting, for a person
     return True
 
 
