@@ -33,6 +33,7 @@ import lancedb
 import numpy as np
 from lancedb.query import MatchQuery
 
+from benchmarks.latency.agent_hook import agent_hooks
 from benchmarks.latency.hook_loop import run_hook
 from benchmarks.latency.hook_v2 import hook_v2_latency
 from benchmarks.latency.mcp_latency import (
@@ -57,6 +58,8 @@ NO_PLOT = (
 TARGETS: dict[str, float | str] = {
     "engine_p50_100k": "<= 1.5 x floor",
     "hook_p99_100k": 50,
+    "agent_hook_p95_100k": 250,
+    "agent_hook_fail_open_max": 1000,
     "engine_p99_100k": 25,
     "stdio_p99_100k": 40,
     "http_p99_100k": 50,
@@ -174,6 +177,9 @@ async def one_size(
     tick()
     single, eight = await clients_over_http(config, questions)
     run["http"], run["http8"] = stats(single), stats(eight)
+    run["agent_hook"] = await anyio.to_thread.run_sync(
+        agent_hooks, config, work / f"agent-{size}", questions[:50]
+    )
     tick()
     turns = corpus.turns
     retrieval = await run_hook(
@@ -278,9 +284,8 @@ async def measure(
             )
             for size in sizes
         ]
-    load = os.getloadavg()
     return {
-        "machine": {"cpus": os.cpu_count(), "load_after": [round(x, 2) for x in load]},
+        "machine": {"cpus": os.cpu_count(), "load_after": [round(x, 2) for x in os.getloadavg()]},
         "model": embedder.model_id,
         "queries": queries,
         "hook_iterations": hook_iterations,
@@ -307,6 +312,12 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, float | None]:
         "http_p99_100k": p(at, "http", "p99"),
         "http8_p99_100k": p(at, "http8", "p99"),
         "hook_p99_100k": None if at is None else at["hook_loop"]["retrieval"]["p99_ms"],
+        "agent_hook_p95_100k": None if at is None else at["agent_hook"]["prompt"]["p95_ms"],
+        "agent_hook_fail_open_max": None
+        if at is None
+        else max(
+            at["agent_hook"]["server_down"]["max_ms"], at["agent_hook"]["server_hung"]["max_ms"]
+        ),
         "engine_p99_1m": p(million, "engine", "p99"),
         "store_mb_100k": None if at is None else at["store_mb"],
         "rss_mb_100k": None if at is None else at["rss_mb"],

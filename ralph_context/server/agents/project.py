@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+# Only for the type checker: a hook process imports this module (see ``post``).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 __all__ = [
     "SERVER_FILE",
@@ -61,16 +63,23 @@ START_GRACE = 30.0
 MAX_SPOOL_BYTES = 8 << 20
 
 
-@dataclass(frozen=True)
 class ServerNote:
     """How a hook reaches the project's server: its base URL (``http://127.0.0.1:PORT``),
     the MCP path of its namespace, and the token file to read a bearer token from (when
-    the server needs one)."""
+    the server needs one). (A plain class: ``dataclasses`` costs a hook ~15 ms.)"""
 
-    base_url: str
-    mcp_path: str
-    pid: int
-    token_file: str | None = None
+    __slots__ = ("base_url", "mcp_path", "pid", "token_file")
+
+    def __init__(
+        self, base_url: str, mcp_path: str, pid: int, token_file: str | None = None
+    ) -> None:
+        self.base_url = base_url
+        self.mcp_path = mcp_path
+        self.pid = pid
+        self.token_file = token_file
+
+    def as_dict(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 def project_root(cwd: Path) -> Path:
@@ -123,7 +132,7 @@ def read_server(root: Path) -> ServerNote | None:
 def write_server(root: Path, note: ServerNote) -> None:
     """Advertise ``note`` (atomically: a hook never reads half a note)."""
     folder = _private_folder(root)
-    body = json.dumps(note.__dict__, indent=2) + "\n"
+    body = json.dumps(note.as_dict(), indent=2) + "\n"
     temporary = folder / f".{SERVER_FILE}.{os.getpid()}"
     temporary.write_text(body, encoding="utf-8")
     os.chmod(temporary, 0o600)
@@ -158,6 +167,8 @@ def start_server(root: Path, script: list[str] | None = None) -> bool:
     os.close(descriptor)
     command = script or [sys.executable, "-m", "ralph_context"]
     log = open(folder / SERVER_LOG, "ab")
+    import subprocess  # here: a hook that finds its server never needs it
+
     try:
         child = subprocess.Popen(
             [*command, "serve", "--for-agents"],
