@@ -17,9 +17,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ralph_context.config.redaction import RedactionSettings
-from ralph_context.models import ContextItem, IterationResult, JsonValue
 from ralph_context.privacy.assignments import (
     SECRET_WORD,
     ascii_lower,
@@ -30,6 +29,10 @@ from ralph_context.privacy.assignments import (
     secret_value,
 )
 from ralph_context.privacy.rules import DEFAULT_RULES, Rule
+
+if TYPE_CHECKING:  # at run time only duck-typed: an agent's hook spools with no settings
+    from ralph_context.config.redaction import RedactionSettings
+    from ralph_context.models import ContextItem, IterationResult, JsonValue
 
 __all__ = ["MARK", "Redacted", "Redactor", "counted", "mark"]
 
@@ -57,13 +60,12 @@ class Redactor:
     """
 
     def __init__(self, settings: RedactionSettings | None = None) -> None:
-        chosen = settings or RedactionSettings()
-        self.enabled = chosen.enabled
-        extra = tuple(
-            Rule(kind, re.compile(pattern), ()) for kind, pattern in chosen.extra_patterns.items()
-        )
+        # None: the defaults (on, the built-in rules), without loading the settings.
+        self.enabled = settings is None or settings.enabled
+        patterns = {} if settings is None else settings.extra_patterns
+        extra = tuple(Rule(kind, re.compile(pattern), ()) for kind, pattern in patterns.items())
         self._rules = DEFAULT_RULES + extra
-        self._allow = tuple(re.compile(pattern) for pattern in chosen.allow)
+        self._allow = tuple(re.compile(p) for p in (() if settings is None else settings.allow))
         self.counts: Counter[str] = Counter()
 
     def text(self, text: str) -> Redacted:

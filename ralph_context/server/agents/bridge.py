@@ -6,12 +6,15 @@ writer: had the agent's MCP entry opened the store itself, the server its hooks 
 would be refused (or would refuse it). So the entry ``init --agent`` registers is this
 bridge: it finds the project's server (starting it when none runs, as a hook does, and
 waiting for it), then relays every message between the agent's stdio and the server's
-streamable HTTP endpoint, unchanged. The agent sees one MCP server; hooks, the MCP entry
-and any number of agent sessions share one engine, one model, one writer.
+streamable HTTP endpoint, unchanged; while the agent keeps it open, it tells the server
+now and then that it is still there (the server exits only when no one is). The agent
+sees one MCP server; hooks, the MCP entry and any number of agent sessions share one
+engine, one model, one writer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import sys
 import time
@@ -33,6 +36,8 @@ __all__ = ["bridge_stdio", "wait_for_server"]
 
 # A first start loads the model and opens the store: seconds, more on a busy machine.
 START_TIMEOUT = 120.0
+# Seconds between the bridge's "still here": far below any sensible idle exit.
+KEEP_ALIVE = 60.0
 _POLL = 0.2
 
 
@@ -100,5 +105,12 @@ async def _relay(note: ServerNote) -> None:
                 await sink.send(message)
             group.cancel_scope.cancel()
 
+        async def keep_alive() -> None:
+            while True:
+                await anyio.sleep(KEEP_ALIVE)
+                with contextlib.suppress(Exception):  # the relay reports a gone server
+                    await http.get(f"{note.base_url}/agents/alive")
+
         group.start_soon(pump, from_agent, to_server)
         group.start_soon(pump, from_server, to_agent)
+        group.start_soon(keep_alive)

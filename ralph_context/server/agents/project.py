@@ -205,9 +205,8 @@ def bearer_token(note: ServerNote, environ: Mapping[str, str] | None = None) -> 
 
 
 def spool(root: Path, client: str, payload: dict[str, Any]) -> bool:
-    """Keep ``payload`` for the server to store when it starts; False when the spool is
-    full. The text is redacted by the server when it stores it; until then it sits in an
-    owner-only file in the project's agent folder."""
+    """Keep ``payload`` for the server to store when it starts, redacted, in an owner-only
+    file; False when the spool is full."""
     folder = _private_folder(root)
     path = folder / SPOOL_FILE
     try:
@@ -215,7 +214,12 @@ def spool(root: Path, client: str, payload: dict[str, Any]) -> bool:
             return False
     except FileNotFoundError:
         pass
-    line = json.dumps({"client": client, "payload": payload}, ensure_ascii=False) + "\n"
+    # Redacted before it touches the disk (the built-in rules; a user's extra patterns are
+    # the server's to apply when it stores the payload): no secret waits in the spool.
+    from ralph_context.privacy.redactor import Redactor
+
+    clean = Redactor().json(payload)
+    line = json.dumps({"client": client, "payload": clean}, ensure_ascii=False) + "\n"
     descriptor = os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
     with os.fdopen(descriptor, "a", encoding="utf-8") as out:
         out.write(line)

@@ -94,4 +94,11 @@ def hook_routes(spaces: Spaces, tokens_enabled: bool) -> list[BaseRoute]:
     return [
         Route("/hooks/{client}", endpoint),
         Route("/ns/{name}/hooks/{client}", endpoint),
+        Route("/agents/alive", _alive, methods=["GET"]),
     ]
+
+
+async def _alive(request: Request) -> Response:
+    """What a bridge calls now and then: a request, so an agent's open MCP entry keeps the
+    project's server from its idle exit (``daemon``)."""
+    return Response(status_code=204)

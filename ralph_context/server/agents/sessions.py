@@ -25,6 +25,7 @@ __all__ = ["MAX_SESSIONS", "MAX_STEPS", "Session", "SessionBook", "digest"]
 
 MAX_SESSIONS = 256
 MAX_STEPS = 20
+MAX_FIX_STEPS = 6
 
 
 def digest(text: str) -> str:
@@ -58,10 +59,11 @@ class Session:
         del self.steps[:-MAX_STEPS]
 
     def steps_since(self, command: str) -> list[str]:
-        """The steps after ``command`` last failed here (all kept, if it failed elsewhere)."""
+        """The steps after ``command`` last failed here (the latest few, if it failed in
+        an earlier session)."""
         start = self.failed_at.get(command)
-        if start is None:
-            return list(self.steps)
+        if start is None:  # the latest few: what led up to the success
+            return list(self.steps[-MAX_FIX_STEPS:])
         count = self.taken - start
         return list(self.steps[-count:]) if count > 0 else []
 
