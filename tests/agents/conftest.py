@@ -76,3 +76,9 @@ def _alive(pid: int) -> bool:
         done, _status = os.waitpid(pid, os.WNOHANG)
         return done == 0
     return True
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The server runs on asyncio; the engine is tested on both backends elsewhere."""
+    return "asyncio"
