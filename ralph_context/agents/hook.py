@@ -142,7 +142,7 @@ def _dispatch(
     note = read_server(root)
     if note is not None:
         try:
-            return _ask(note, client, event, payload, environ)
+            return _ask(note, client, payload, environ)
         except ConnectionRefusedError:
             pass  # a note left by a server that is gone: start another
     kept = event in CAPTURES and spool(root, client, _trimmed(payload))
@@ -155,11 +155,7 @@ _RALPH_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "Stop"})
 
 
 def _ask(
-    note: ServerNote,
-    client: str,
-    event: str,
-    payload: dict[str, Any],
-    environ: Mapping[str, str],
+    note: ServerNote, client: str, payload: dict[str, Any], environ: Mapping[str, str]
 ) -> tuple[str, str]:
     """POST the payload to the server's hook route; its answer is ``{context, action}``."""
     path = note.mcp_path.removesuffix("/mcp") + f"/hooks/{client}"
