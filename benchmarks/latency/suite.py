@@ -43,6 +43,7 @@ from benchmarks.latency.mcp_latency import (
     write_config,
 )
 from benchmarks.latency.run import Corpus, load_corpus, load_store
+from benchmarks.latency.targets import TARGETS, summary
 from benchmarks.settings import store_settings
 from ralph_context import Engine, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
@@ -54,19 +55,6 @@ NO_PLOT = (
     "latency.png not drawn: matplotlib is missing (pip install 'ralph-context[bench]'); "
     "results.json and results.md are written"
 )
-# The targets (ms unless named).
-TARGETS: dict[str, float | str] = {
-    "engine_p50_100k": "<= 1.5 x floor",
-    "hook_p99_100k": 50,
-    "agent_hook_p95_100k": 250,
-    "agent_hook_fail_open_max": 1000,
-    "engine_p99_100k": 25,
-    "stdio_p99_100k": 40,
-    "http_p99_100k": 50,
-    "http8_p99_100k": 150,
-    "engine_p99_1m": 60,
-    "store_mb_100k": 400,
-}
 Tick = Callable[[], None]
 
 
@@ -293,34 +281,6 @@ async def measure(
         "runs": runs,
         "summary": summary(runs),
         "targets": TARGETS,
-    }
-
-
-def summary(runs: list[dict[str, Any]]) -> dict[str, float | None]:
-    by_size = {run["items"]: run for run in runs}
-    at = by_size.get(100_000)
-    million = by_size.get(1_000_000)
-
-    def p(run: dict[str, Any] | None, face: str, q: str) -> float | None:
-        return None if run is None else float(run[face][f"{q}_ms"])
-
-    return {
-        "floor_p50_100k": None if at is None else at["floor"]["sum"]["p50_ms"],
-        "engine_p50_100k": p(at, "engine", "p50"),
-        "engine_p99_100k": p(at, "engine", "p99"),
-        "stdio_p99_100k": p(at, "stdio", "p99"),
-        "http_p99_100k": p(at, "http", "p99"),
-        "http8_p99_100k": p(at, "http8", "p99"),
-        "hook_p99_100k": None if at is None else at["hook_loop"]["retrieval"]["p99_ms"],
-        "agent_hook_p95_100k": None if at is None else at["agent_hook"]["prompt"]["p95_ms"],
-        "agent_hook_fail_open_max": None
-        if at is None
-        else max(
-            at["agent_hook"]["server_down"]["max_ms"], at["agent_hook"]["server_hung"]["max_ms"]
-        ),
-        "engine_p99_1m": p(million, "engine", "p99"),
-        "store_mb_100k": None if at is None else at["store_mb"],
-        "rss_mb_100k": None if at is None else at["rss_mb"],
     }
 
 

@@ -93,7 +93,11 @@ def test_bench_latency_measures_every_face_and_writes_its_files(tmp_path: Path) 
         "http_p99_100k",
         "http8_p99_100k",
         "hook_p99_100k",
+        "agent_hook_p95_100k",
+        "agent_hook_fail_open_max",
         "engine_p99_1m",
+        "loop_store_p99_100k",
+        "loop_store_p99_1m",
         "store_mb_100k",
         "rss_mb_100k",
     }
@@ -103,6 +107,11 @@ def test_bench_latency_measures_every_face_and_writes_its_files(tmp_path: Path) 
     for face in ("engine", "stdio", "http", "http8", "hook"):
         assert run[face]["n"] >= 5 and 0 < run[face]["p50_ms"] <= run[face]["p99_ms"], face
     assert run["hook_loop"]["retrieval"]["n"] == 10 and run["hook_loop"]["store"]["n"] == 10
+    # Claude Code's hook, a process per call: answered with context from the server; the
+    # fail-open paths end at the hook's own deadline.
+    hooks = run["agent_hook"]
+    assert hooks["prompt"]["n"] >= 5 and hooks["prompt_answered_with_context"] >= 1
+    assert hooks["server_hung"]["p50_ms"] >= 800 and hooks["server_down"]["p50_ms"] > 0
     for way in ("own_engine", "via_server"):  # Ralph v2's hook, a process per call
         assert run["hook_v2"][way]["n"] == 2 and run["hook_v2"][way]["p50_ms"] > 0, way
     assert results["ingest"]["mcp_batch_items_per_s"] > 0
