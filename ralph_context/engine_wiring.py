@@ -21,6 +21,7 @@ from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.inference import InferenceActor
 from ralph_context.actors.lifecycle import LifecycleActor
 from ralph_context.actors.scoring import ScoringActor
+from ralph_context.actors.settle import settle_store
 from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, build_item
 from ralph_context.config import EmbeddingsSettings, Settings
@@ -168,6 +169,12 @@ class EngineWiring:
             # A model mismatch or a store another process writes is a problem the user must
             # fix, not a degradation.
             raise storage.fatal
+        if not settings.is_ephemeral and not self.read_only:
+            retention = settings.storage.version_retention_minutes * 60
+            foreground = self._foreground
+            supervisor.background(
+                lambda: settle_store(storage, retention, lambda: foreground.calm), name="settle"
+            )
         if storage.health.snapshot().serving:
             self._iteration = await storage.latest_iteration()
         scoring = ScoringActor(settings.scoring, timeout=SCORING_TIMEOUT)

@@ -58,21 +58,8 @@ from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.rewrite import rewrite_rows
 from ralph_context.storage.upkeep_worker import at_normal_priority, hurried_when
 
-__all__ = [
-    "AddItems",
-    "AddIteration",
-    "Adjacent",
-    "AdjustUsefulness",
-    "DeleteItems",
-    "FlushUsage",
-    "InPacks",
-    "Maintain",
-    "RepairVectorIndex",
-    "SetVectors",
-    "StorageActor",
-    "TextHit",
-    "VectorHit",
-]
+# The requests and hits callers use are also importable from here.
+__all__ = ["AddItems", "Adjacent", "FlushUsage", "StorageActor", "TextHit", "VectorHit"]
 
 log = structlog.get_logger("ralph_context.storage")
 
@@ -241,9 +228,9 @@ class StorageActor(StorageReads, StorageWrites):
                 await self._run(self.store.add_iteration, result)
                 self._writes += 1
                 return None
-            case Maintain(reclaim, scrub):
+            case Maintain(reclaim, scrub, settle):
                 # A scrub is awaited by its caller: at the writer's priority.
-                return await self._maintain(reclaim=reclaim, scrub=scrub, urgent=scrub)
+                return await self._maintain(reclaim, scrub, urgent=scrub, settle=settle)
             case RepairVectorIndex():
                 return await self._repair_vector_index()
             case SetVectors(vectors):
@@ -305,6 +292,8 @@ class StorageActor(StorageReads, StorageWrites):
         if not self._upkeep_started and self._maintenance_near():
             self._upkeep_started = True
             await self._run(self.store.prepare_upkeep)
+        if any(not isinstance(e.request, Maintain) for e in batch):
+            self.changed()
         if self._maintenance_due():
             # Due with requests in flight only when overdue: then it must not wait for CPU
             # the searches leave over (see upkeep_worker.at_normal_priority).
@@ -379,16 +368,24 @@ class StorageActor(StorageReads, StorageWrites):
         )
 
     async def _maintain(
-        self, *, reclaim: bool = False, scrub: bool = False, urgent: bool = False
+        self,
+        reclaim: bool = False,
+        scrub: bool = False,
+        *,
+        urgent: bool = False,
+        settle: bool = False,
     ) -> MaintenanceReport:
         self._writes = 0
         self._flushed_at = anyio.current_time()
+        self.changed(settling=settle)
 
         def maintain() -> MaintenanceReport:
             # Requests queued behind a calm maintenance hurry the rest of it.
             hurry = hurried_when(lambda: self.queued > 0)
             with at_normal_priority() if urgent else hurry:
-                return self.store.scrub() if scrub else self.store.maintain(reclaim=reclaim)
+                if scrub:
+                    return self.store.scrub()
+                return self.store.maintain(reclaim=reclaim, settle=settle)
 
         return await self._run(maintain)
 

@@ -62,6 +62,7 @@ class AddIteration:
 class Maintain:
     reclaim: bool = False
     scrub: bool = False  # see LanceStore.scrub
+    settle: bool = False  # old versions past the retention window go now (see settle)
 
 
 @dataclass(frozen=True)

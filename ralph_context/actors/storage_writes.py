@@ -45,6 +45,9 @@ T = TypeVar("T")
 # but not for long: a killed process loses what was not flushed.
 _USAGE_FLUSH_AT = 256
 _USAGE_FLUSH_EVERY = 30.0  # seconds
+# Settling passes per quiet period: the first compacts and drops what the writes left; the
+# versions that pass made itself are the second's to drop, one retention window later.
+SETTLE_PASSES = 2
 
 
 class StorageWrites(Actor[StorageRequest, object]):
@@ -56,6 +59,31 @@ class StorageWrites(Actor[StorageRequest, object]):
     read_only: bool
     _flushed_at: float
     location: Location | None
+    # When the store last changed (a write or a maintenance; None: not since it opened),
+    # and how many settling passes it is owed (see ``actors.settle``).
+    _changed_at: float | None = None
+    _settles_owed: int = SETTLE_PASSES
+
+    def changed(self, *, settling: bool = False) -> None:
+        """Note a change of the store: a write or a maintenance (owed a settling pass
+        again), or a settling pass (one fewer owed)."""
+        self._changed_at = anyio.current_time()
+        self._settles_owed = max(0, self._settles_owed - 1) if settling else SETTLE_PASSES
+
+    def settle_due(self, retention_seconds: float) -> bool:
+        """Whether a settling pass is owed and the store has not changed for the whole
+        retention window (every version it has, but the latest, is past it)."""
+        if self._store is None or self.read_only or not self._settles_owed:
+            return False
+        if self._changed_at is None:  # opened: what earlier processes left counts from now
+            self._changed_at = anyio.current_time()
+            return False
+        return anyio.current_time() - self._changed_at >= retention_seconds
+
+    async def settle(self) -> MaintenanceReport:
+        """Compact, and drop the old versions past the retention window (``settle_due``)."""
+        reply = await self.call(Maintain(settle=True), timeout=self.timeout * 10)
+        return cast(MaintenanceReport, reply)
 
     def _refuse_write(self, request: StorageRequest) -> object:
         """What a read-only open answers: nothing to flush or maintain, and no writes."""

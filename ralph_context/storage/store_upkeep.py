@@ -136,13 +136,17 @@ class StoreUpkeep(StoreCore):
             self.row_cache.clear()
         return report
 
-    def maintain(self, *, reclaim: bool = False, scrub: bool = False) -> MaintenanceReport:
+    def maintain(
+        self, *, reclaim: bool = False, scrub: bool = False, settle: bool = False
+    ) -> MaintenanceReport:
         """Compact files, fold new rows into the indexes, drop old versions, and build the
         vector index once the table is large enough (retrained when it has doubled since).
 
         ``reclaim`` drops every old version at once (not only those past the retention
         window): pruning for space needs the deleted rows' files gone now (on object
-        storage, those no replica may still read). ``scrub``: see :meth:`scrub`.
+        storage, those no replica may still read). ``scrub``: see :meth:`scrub`. ``settle``:
+        the versions past the retention window go now, whenever the last cleanup was (the
+        pass a quiet store gets once its writes are that old: see ``actors.settle``).
 
         On object storage only the replica holding the maintenance lease does any of it
         (see ``lease``), but a scrub; the others answer that nothing was done, and why.
@@ -171,7 +175,7 @@ class StoreUpkeep(StoreCore):
         retention = timedelta(0) if reclaim else self.version_retention
         # Old versions go once per retention window (listing a table's files cost 0.17 s at
         # 57k items, on every maintenance), or at once when asked to reclaim space.
-        cleanup = reclaim or now - self._cleaned_at >= retention.total_seconds()
+        cleanup = reclaim or settle or now - self._cleaned_at >= retention.total_seconds()
         # The full-text index is rewritten whole to take in new rows (0.14-0.19 s at 57k):
         # it waits until enough rows are outside it, which a query scans meanwhile.
         self._text_pending += folded

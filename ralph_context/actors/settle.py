@@ -1,0 +1,50 @@
+"""The settling pass: a store that stopped changing gets its space back.
+
+Every write leaves a version of the table behind, and a version's files stay until
+cleanup drops it; cleanup keeps the versions younger than ``storage.version_retention_
+minutes`` (readers may still be on them) and runs with maintenance, which runs with
+writes. So the versions of the last writes before a store goes quiet were never cleaned:
+LoCoMo dev stored one turn per call left 110 MB where the same turns in batches take 5 MB,
+and a writer that reopened it did not shrink it either.
+
+This task looks every so often (half the retention window, between 1 s and a minute);
+once the store has not changed for the whole window since its last change (a write or a
+maintenance) and the loop is calm, it asks the storage actor for a maintenance that
+compacts and drops every version past the window; a second pass, one window later, drops
+the versions the first made: the store ends where a batched store would. Two passes per
+quiet period; an open store counts as changed at open, so what an earlier process left
+goes too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import anyio
+import structlog
+
+__all__ = ["settle_store"]
+
+log = structlog.get_logger("ralph_context.storage")
+
+
+class Settling(Protocol):
+    def settle_due(self, retention_seconds: float) -> bool: ...
+
+    async def settle(self) -> object: ...
+
+
+async def settle_store(
+    storage: Settling, retention_seconds: float, calm: Callable[[], bool]
+) -> None:
+    """Run settling passes until cancelled (the engine's lifetime); never raises."""
+    interval = min(60.0, max(1.0, retention_seconds / 2))
+    while True:
+        await anyio.sleep(interval)
+        try:
+            if calm() and storage.settle_due(retention_seconds):
+                await storage.settle()
+                log.info("store_settled")
+        except Exception as exc:  # a background task must not take the engine down
+            log.warning("settle_failed", error=f"{type(exc).__name__}: {exc}")
