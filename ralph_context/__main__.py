@@ -19,8 +19,10 @@ def main() -> None:
     """Console-script entry point."""
     args = sys.argv[1:]
     if len(args) == 2 and args[0] == "hook" and args[1] in _AGENT_HOOKS:
-        from ralph_context.agents.hook import main as agent_hook
-
+        try:
+            from ralph_context.agents.hook import main as agent_hook
+        except Exception:  # a broken install must not fail the agent's prompt either
+            return
         agent_hook(args[1])
         return
     from ralph_context.cli import main as cli

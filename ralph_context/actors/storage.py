@@ -16,14 +16,15 @@ and ``storage_reads`` (at once).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 import anyio
 import pyarrow as pa
 import structlog
 
+from ralph_context.actors.storage_beside import maintain_beside_appends
 from ralph_context.actors.storage_reads import StorageReads
 from ralph_context.actors.storage_requests import (
     AddItems,
@@ -54,7 +55,6 @@ from ralph_context.errors import ModelMismatch, RalphContextError, StoreError, S
 from ralph_context.object_location import Location
 from ralph_context.runtime import Envelope, Foreground, PermanentFailure
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
-from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.rewrite import rewrite_rows
 from ralph_context.storage.upkeep_worker import at_normal_priority, hurried_when
 
@@ -171,11 +171,6 @@ class StorageActor(StorageReads, StorageWrites):
         """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
         return self.store.requests.get(key) if self._store is not None else None
 
-    @property
-    def store(self) -> LanceStore:
-        assert self._store is not None, "setup() opens the store"
-        return self._store
-
     async def setup(self) -> None:
         model_id, dimension = self.model if self.model else (None, None)
         try:
@@ -229,8 +224,10 @@ class StorageActor(StorageReads, StorageWrites):
                 self._writes += 1
                 return None
             case Maintain(reclaim, scrub, settle):
+                if settle:  # a settling pass keeps old files no append could need
+                    return await maintain_beside_appends(self, lambda: self._maintain(settle=True))
                 # A scrub is awaited by its caller: at the writer's priority.
-                return await self._maintain(reclaim, scrub, urgent=scrub, settle=settle)
+                return await self._maintain(reclaim, scrub, urgent=scrub)
             case RepairVectorIndex():
                 return await self._repair_vector_index()
             case SetVectors(vectors):
@@ -296,8 +293,10 @@ class StorageActor(StorageReads, StorageWrites):
             self.changed()
         if self._maintenance_due():
             # Due with requests in flight only when overdue: then it must not wait for CPU
-            # the searches leave over (see upkeep_worker.at_normal_priority).
-            await self._maintain(urgent=not self.foreground.calm)
+            # the searches leave over (see upkeep_worker.at_normal_priority). Appends are
+            # served beside it (storage_beside).
+            urgent = not self.foreground.calm
+            await maintain_beside_appends(self, lambda: self._maintain(urgent=urgent))
 
     async def _add_together(self, adds: Sequence[Envelope[StorageRequest, object]]) -> bool:
         """One write for several callers; False (nothing written) if the data was refused,
@@ -317,39 +316,12 @@ class StorageActor(StorageReads, StorageWrites):
 
     # --- internals -------------------------------------------------------------------------
 
-    async def _repair_vector_index(self) -> bool:
-        try:
-            rebuilt = await self._run(self.store.rebuild_vector_index)
-        except Exception as exc:
-            log.error("vector_index_repair_failed", error=f"{type(exc).__name__}: {exc}")
-            return False
-        log.warning("vector_index_repaired", rebuilt=rebuilt)
-        self.vector_fault = None
-        return True
-
-    async def _in_packs(self, function: Callable[[PackSpace], object]) -> object:
-        """A pack's function, with its bugs contained: anything but our own typed errors is
-        refused as a ``StoreError`` instead of restarting the actor every context tool
-        depends on."""
-        try:
-            return await self._run(function, self.store.packs)
-        except RalphContextError:
-            raise
-        except Exception as exc:
-            log.error("pack_request_failed", error=f"{type(exc).__name__}: {exc}")
-            raise StoreError(
-                f"the store refused the request ({type(exc).__name__}: {exc})"
-            ) from exc
-
-    async def _run(self, function: Callable[..., T], *args: Any) -> T:
-        return await anyio.to_thread.run_sync(function, *args)
-
     def _maintenance_due(self) -> bool:
         """Due after ``optimize_every_writes`` writes (or an index to build), once no search
         or store is in flight: compaction takes ~0.3 s of both cores at 100k items, so it
         waits for the loop's agent time. Past four times the cadence it runs regardless,
         or a busy server would pile up fragments that slow every read."""
-        if self._store is None or self.read_only:
+        if self._store is None or self.read_only or self._maintaining:
             return False
         cadence = self.settings.optimize_every_writes
         unindexed = self.store.unindexed_rows
@@ -377,7 +349,7 @@ class StorageActor(StorageReads, StorageWrites):
     ) -> MaintenanceReport:
         self._writes = 0
         self._flushed_at = anyio.current_time()
-        self.changed(settling=settle)
+        self._maintaining = True
 
         def maintain() -> MaintenanceReport:
             # Requests queued behind a calm maintenance hurry the rest of it.
@@ -387,7 +359,12 @@ class StorageActor(StorageReads, StorageWrites):
                     return self.store.scrub()
                 return self.store.maintain(reclaim=reclaim, settle=settle)
 
-        return await self._run(maintain)
+        try:
+            return await self._run(maintain)
+        finally:
+            # From its end: the versions it made are as old as that.
+            self.changed(settling=settle)
+            self._maintaining = False
 
     async def _flush_usage(self) -> None:
         self._flushed_at = anyio.current_time()

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import anyio
+import structlog
 
 from ralph_context.actors.storage_requests import (
     AddItems,
@@ -31,15 +32,17 @@ from ralph_context.actors.storage_requests import (
     SummarizeItems,
 )
 from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import StoreError
+from ralph_context.errors import RalphContextError, StoreError
 from ralph_context.models import ContextItem, ContextState, IterationResult
 from ralph_context.object_location import Location
-from ralph_context.runtime import Actor, ActorState
+from ralph_context.runtime import Actor, ActorState, Envelope
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.rewrite import Rewritten
 
 T = TypeVar("T")
+
+log = structlog.get_logger("ralph_context.storage")
 
 # Usage counters are served from memory; writing them costs one small upsert, so batch it,
 # but not for long: a killed process loses what was not flushed.
@@ -63,6 +66,16 @@ class StorageWrites(Actor[StorageRequest, object]):
     # and how many settling passes it is owed (see ``actors.settle``).
     _changed_at: float | None = None
     _settles_owed: int = SETTLE_PASSES
+
+    # True while a maintenance runs (appends are served beside it: storage_beside).
+    _maintaining: bool = False
+
+    def take_queued(self) -> Envelope[StorageRequest, object] | None:
+        """The next queued request, if one is waiting (never waits)."""
+        try:
+            return self._inbox_recv.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return None
 
     def changed(self, *, settling: bool = False) -> None:
         """Note a change of the store: a write or a maintenance (owed a settling pass
@@ -193,3 +206,39 @@ class StorageWrites(Actor[StorageRequest, object]):
 
     async def in_packs(self, function: Callable[[PackSpace], T]) -> T:
         return cast(T, await self.call(InPacks(function), timeout=self.timeout))
+
+    # --- the lane's own work (served by StorageActor.handle) ---------------------------
+
+    vector_fault: str | None
+
+    @property
+    def store(self) -> LanceStore:
+        assert self._store is not None, "setup() opens the store"
+        return self._store
+
+    async def _run(self, function: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(function, *args)
+
+    async def _repair_vector_index(self) -> bool:
+        try:
+            rebuilt = await self._run(self.store.rebuild_vector_index)
+        except Exception as exc:
+            log.error("vector_index_repair_failed", error=f"{type(exc).__name__}: {exc}")
+            return False
+        log.warning("vector_index_repaired", rebuilt=rebuilt)
+        self.vector_fault = None
+        return True
+
+    async def _in_packs(self, function: Callable[[PackSpace], object]) -> object:
+        """A pack's function, with its bugs contained: anything but our own typed errors is
+        refused as a ``StoreError`` instead of restarting the actor every context tool
+        depends on."""
+        try:
+            return await self._run(function, self.store.packs)
+        except RalphContextError:
+            raise
+        except Exception as exc:
+            log.error("pack_request_failed", error=f"{type(exc).__name__}: {exc}")
+            raise StoreError(
+                f"the store refused the request ({type(exc).__name__}: {exc})"
+            ) from exc

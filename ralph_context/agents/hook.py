@@ -76,6 +76,8 @@ CAPTURES = frozenset({"PostToolUse", "PostToolUseFailure", "Stop"})
 _WAIT = 0.8
 # A payload larger than this is cut before it is sent (tool output can be megabytes).
 _MAX_FIELD_CHARS = 64_000
+# In the spool, less: the spool is redacted in this process before it is written.
+_SPOOL_FIELD_CHARS = 8_000
 
 
 class PayloadProblem(ValueError):
@@ -83,11 +85,15 @@ class PayloadProblem(ValueError):
 
 
 def main(client: str) -> None:
-    """The console script's fast path: stdin in, the host's answer (if any) out."""
-    answer = run(client, sys.stdin.buffer.read())
-    if answer:
-        sys.stdout.write(answer)
-        sys.stdout.flush()
+    """The console script's fast path: stdin in, the host's answer (if any) out; exit 0
+    whatever happens (the answer is ASCII JSON: any stdout encoding takes it)."""
+    try:
+        answer = run(client, sys.stdin.buffer.read())
+        if answer:
+            sys.stdout.write(answer)
+            sys.stdout.flush()
+    except BaseException:  # even a broken pipe must not fail the prompt
+        return
 
 
 def run(client: str, raw: bytes, environ: Mapping[str, str] | None = None) -> str:
@@ -103,7 +109,7 @@ def run(client: str, raw: bytes, environ: Mapping[str, str] | None = None) -> st
         if not context:
             return ""
         output = {"hookEventName": event, "additionalContext": context}
-        return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
+        return json.dumps({"hookSpecificOutput": output})
     except Exception as exc:  # a hook must never break the agent's prompt
         _log_failure(client, payload, exc)
         try:
@@ -138,14 +144,16 @@ def _dispatch(
         if defers_to_ralph(event, environ):
             return "", "deferred: Ralph v2's hook covers this event in its iterations"
     cwd = payload.get("cwd")
-    root = project_root(Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd())
+    root = project_root(Path(cwd) if isinstance(cwd, str) and cwd else Path.cwd(), environ)
     note = read_server(root)
     if note is not None:
         try:
             return _ask(note, client, payload, environ)
         except ConnectionRefusedError:
             pass  # a note left by a server that is gone: start another
-    kept = event in CAPTURES and spool(root, client, _trimmed(payload))
+    kept = event in CAPTURES and spool(root, client, _trimmed(payload, _SPOOL_FIELD_CHARS))
+    if read_server(root) is not None:  # came up while this hook spooled: it takes the spool
+        return "", f"server just started; {'kept for it' if kept else 'nothing injected'}"
     started = start_server(root)
     what = "server starting" if started else "no server answered (a start is under way)"
     return "", f"{what}; {'kept for it' if kept else 'nothing injected'}"
@@ -171,12 +179,12 @@ def _ask(
     return str(answer.get("context") or ""), str(answer.get("action") or "")
 
 
-def _trimmed(payload: dict[str, Any]) -> dict[str, Any]:
+def _trimmed(payload: dict[str, Any], limit: int = _MAX_FIELD_CHARS) -> dict[str, Any]:
     """``payload`` with every long text cut to its start and end (the server trims further)."""
 
     def cut(value: Any) -> Any:
-        if isinstance(value, str) and len(value) > _MAX_FIELD_CHARS:
-            half = _MAX_FIELD_CHARS // 2
+        if isinstance(value, str) and len(value) > limit:
+            half = limit // 2
             return value[:half] + "\n[...]\n" + value[-half:]
         if isinstance(value, dict):
             return {key: cut(item) for key, item in value.items()}

@@ -34,4 +34,5 @@ class AgentsSettings(Section):
     # Characters kept of a command's output or an error: the start and the end.
     max_captured_chars: int = Field(default=2000, ge=200, le=50_000)
     # The project's shared server (started by the first hook) exits after this long idle.
-    idle_exit_minutes: float = Field(default=30.0, gt=0, le=7 * 24 * 60, allow_inf_nan=False)
+    # (At least 2: an agent's open MCP entry says it is there every minute.)
+    idle_exit_minutes: float = Field(default=30.0, ge=2, le=7 * 24 * 60, allow_inf_nan=False)

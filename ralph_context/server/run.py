@@ -140,6 +140,9 @@ async def _serve_agents(
         daemon.advertise(root, url, settings)
         events = await spaces.agents(settings.storage.namespace)
         await daemon.ingest_spool(root, events)
+        # A hook that found no note a moment before it was written spools after this.
+        await anyio.sleep(daemon.SPOOL_AGAIN)
+        await daemon.ingest_spool(root, events)
 
     try:
         async with anyio.create_task_group() as group:

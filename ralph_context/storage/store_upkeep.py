@@ -165,7 +165,8 @@ class StoreUpkeep(StoreCore):
         # The running count (kept by every write): recounting read every vector's validity,
         # ~130 ms at 100k items on each maintenance.
         vectors = self._vector_rows
-        folded = self.unindexed_rows
+        # Appends may land while this runs (actors.storage_beside): their rows stay counted.
+        taken = folded = self.unindexed_rows
         if self.index_due():
             self._build_vector_index(vectors)
             built = True
@@ -220,7 +221,7 @@ class StoreUpkeep(StoreCore):
             vector=self._vector_index,
             text_column="content" if text_due else None,
         )
-        self.unindexed_rows = 0
+        self.unindexed_rows = max(0, self.unindexed_rows - taken)
         removed = max(0, before - len(self.items.list_versions())) if cleanup else 0
         if self._vector_index:
             self._nprobes = probes(vectors)

@@ -78,6 +78,7 @@ def test_the_note_round_trips_and_the_token_comes_from_the_env_or_the_file(
 ) -> None:
     tokens = tmp_path / "tokens"
     tokens.write_text("# comment\nonly-b-token b\nshared-token default,b\n", encoding="utf-8")
+    tokens.chmod(0o600)  # as `ralph-context token new` writes it
     write_server(tmp_path, ServerNote("http://127.0.0.1:9", "/mcp", 42, str(tokens)))
     note = read_server(tmp_path)
     assert note is not None and (note.base_url, note.pid) == ("http://127.0.0.1:9", 42)
@@ -85,6 +86,23 @@ def test_the_note_round_trips_and_the_token_comes_from_the_env_or_the_file(
     assert bearer_token(note, {"RALPH_CONTEXT_TOKEN": "from-env"}) == "from-env"
     (agent_folder(tmp_path) / "agent-server.json").write_text("{not json", encoding="utf-8")
     assert read_server(tmp_path) is None
+    # Only a token that grants the note's namespace (or every one) is sent.
+    write_server(tmp_path, ServerNote("http://127.0.0.1:9", "/ns/b/mcp", 42, str(tokens)))
+    b = read_server(tmp_path)
+    assert b is not None and bearer_token(b, {}) == "only-b-token"
+
+
+def test_a_note_the_hook_did_not_write_is_not_trusted(tmp_path: Path) -> None:
+    """A note that came with a cloned repository (mode 0644), or one naming another host,
+    would send the user's prompts (and a token) elsewhere: it is ignored."""
+    write_server(tmp_path, ServerNote("http://127.0.0.1:9", "/mcp", 42))
+    note_file = agent_folder(tmp_path) / "agent-server.json"
+    note_file.chmod(0o644)
+    assert read_server(tmp_path) is None
+    write_server(tmp_path, ServerNote("http://evil.example:80", "/mcp", 42, "/etc/passwd"))
+    assert read_server(tmp_path) is None
+    write_server(tmp_path, ServerNote("http://[::1]:9", "/mcp", 42))
+    assert read_server(tmp_path) is not None
 
 
 def test_post_speaks_http_to_a_real_server_and_gives_up_at_its_deadline() -> None:

@@ -34,6 +34,8 @@ log = structlog.get_logger("ralph_context.agents")
 
 # How often the idle check looks (seconds): an idle exit is late by at most this.
 _IDLE_CHECK = 5.0
+# Seconds after it is advertised that the server takes the spool a second time.
+SPOOL_AGAIN = 5.0
 
 
 class Activity:

@@ -14,8 +14,9 @@
   fixed" has an answer.
 - ``Stop``: the turn as an iteration, its last answer as the summary.
 - ``PreCompact``: the session's record of what it was given is cleared (the model loses
-  it in the compaction). ``SessionEnd``: the session's captures are waited for (within the
-  host's 1.5 s); its record stays, since ``--continue``/``--resume`` go on with its id.
+  it in the compaction). ``SessionEnd``: the session's captures are waited for (0.5 s at
+  most; they are stored either way); its record stays, since ``--continue``/``--resume``
+  go on with its id.
 
 Captures are acknowledged at once and stored behind the answer, in order per session, so
 a hook on a tool call costs the agent a round trip, not an embedding and a commit. Every
@@ -25,7 +26,7 @@ the session as its ``source``, so items of one session are neighbours in retriev
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import anyio
@@ -52,12 +53,15 @@ log = structlog.get_logger("ralph_context.agents")
 
 FIX_TAG = "fix"
 ERROR_TAG = "agent-error"
-# Seconds SessionEnd waits for its session's captures (Claude Code gives the hook 1.5 s).
-_END_WAIT = 1.0
+# Seconds SessionEnd waits for its session's captures: within the hook's own 0.8 s wait
+# (the captures are stored either way).
+_END_WAIT = 0.5
 _BRIEF_ERRORS = 3
 _BRIEF_FIXES = 3
 _BRIEF_SKILLS = 3
 _FIXES_SHOWN = 2
+# Captures of one session waiting to be stored; more are dropped (and logged).
+MAX_PENDING = 64
 
 Handler = Callable[[str, dict[str, Any], Session], Awaitable[tuple[str, str]]]
 
@@ -258,22 +262,22 @@ class AgentEvents:
         return found.items[0].item if found.items else None
 
     async def _open_error(self, command: str) -> ContextItem | None:
-        """The newest stored failure of ``command`` no fix resolves yet."""
-        found = await self.engine.search(
-            command,
-            context_types=["error"],
-            tags=[ERROR_TAG],
-            metadata=[{"key": "command", "op": "==", "value": command}],
-            min_score=0.0,
-            max_items=5,
-        )
-        for item in sorted((hit.item for hit in found.items), key=lambda i: i.created_at)[::-1]:
-            return None if await self._fix_of(item) is not None else item
+        """The newest stored failure of ``command``, unless a fix resolves it already.
+        Read newest first (not ranked: a search would drop all but one of the identical
+        failures of a command, and not necessarily keep the newest)."""
+        page = await self.engine.browse(context_types=["error"], tags=[ERROR_TAG], limit=200)
+        for item in page.items:
+            if item.metadata.get("command") == command:
+                return None if await self._fix_of(item) is not None else item
         return None
 
     # -- writing (behind the answer) ----------------------------------------------------
 
-    def _later(self, session: Session, work: Awaitable[object]) -> None:
+    def _later(self, session: Session, work: Coroutine[Any, Any, object]) -> None:
+        if session.pending >= MAX_PENDING:  # a flood: keep the server's memory bounded
+            work.close()
+            log.warning("agent_capture_dropped", reason="too many captures waiting")
+            return
         if not session.pending:
             session.settled = anyio.Event()
         session.pending += 1

@@ -57,6 +57,9 @@ STARTING_FILE = "agent-server.starting"
 SPOOL_FILE = "hook-spool.jsonl"
 SERVER_LOG = "agent-server.log"
 TOKEN_ENV = "RALPH_CONTEXT_TOKEN"
+# Set by Claude Code for its hooks: the project the session was started in.
+PROJECT_ENV = "CLAUDE_PROJECT_DIR"
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 # Seconds a start is given before another hook may try again (model load and store open).
 START_GRACE = 30.0
 # The spool stops growing here: a server that never comes up must not fill the disk.
@@ -82,9 +85,12 @@ class ServerNote:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
-def project_root(cwd: Path) -> Path:
-    """The main worktree's top level of the git repository holding ``cwd``, else ``cwd``."""
-    here = cwd.resolve()
+def project_root(cwd: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """The main worktree's top level of the git repository holding the session's project
+    (``CLAUDE_PROJECT_DIR`` when the agent sets it: a ``cd`` in the session moves the
+    payload's ``cwd``, not the project), else ``cwd``'s, else ``cwd``."""
+    given = (os.environ if environ is None else environ).get(PROJECT_ENV)
+    here = Path(given).resolve() if given and Path(given).is_dir() else cwd.resolve()
     for folder in (here, *here.parents):
         marker = folder / ".git"
         if marker.is_dir():
@@ -116,10 +122,16 @@ def agent_folder(root: Path) -> Path:
 
 
 def read_server(root: Path) -> ServerNote | None:
-    """The server note of ``root``'s project, if one is there and readable."""
+    """The server note of ``root``'s project, if one is there, readable and trustworthy:
+    written by this user with mode 0600 (as :func:`write_server` writes it: a note that
+    came with a cloned repository is not), naming a loopback address (a hook sends the
+    prompt there, and a bearer token)."""
+    path = agent_folder(root) / SERVER_FILE
     try:
-        data = json.loads((agent_folder(root) / SERVER_FILE).read_text(encoding="utf-8"))
-        return ServerNote(
+        if not _owner_only(path):
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        note = ServerNote(
             base_url=str(data["base_url"]),
             mcp_path=str(data.get("mcp_path", "/mcp")),
             pid=int(data["pid"]),
@@ -127,6 +139,14 @@ def read_server(root: Path) -> ServerNote | None:
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    host = note.base_url.removeprefix("http://").rpartition(":")[0].strip("[]")
+    return note if host in _LOOPBACK else None
+
+
+def _owner_only(path: Path) -> bool:
+    """Whether ``path`` belongs to this user and no one else may read or write it."""
+    info = path.stat()
+    return info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 
 def write_server(root: Path, note: ServerNote) -> None:
@@ -137,7 +157,7 @@ def write_server(root: Path, note: ServerNote) -> None:
     temporary.write_text(body, encoding="utf-8")
     os.chmod(temporary, 0o600)
     os.replace(temporary, folder / SERVER_FILE)
-    (folder / STARTING_FILE).unlink(missing_ok=True)
+    _release_start(root)
 
 
 def forget_server(root: Path, pid: int) -> None:
@@ -145,7 +165,18 @@ def forget_server(root: Path, pid: int) -> None:
     note = read_server(root)
     if note is not None and note.pid == pid:
         (agent_folder(root) / SERVER_FILE).unlink(missing_ok=True)
-    (agent_folder(root) / STARTING_FILE).unlink(missing_ok=True)
+    _release_start(root)
+
+
+def _release_start(root: Path) -> None:
+    """Remove the start marker if this process is the server it names (a marker a later
+    hook took for another start stays)."""
+    marker = agent_folder(root) / STARTING_FILE
+    try:
+        if marker.read_text(encoding="utf-8").strip() == str(os.getpid()):
+            marker.unlink(missing_ok=True)
+    except (OSError, ValueError):
+        return
 
 
 def start_server(root: Path, script: list[str] | None = None) -> bool:
@@ -187,17 +218,21 @@ def start_server(root: Path, script: list[str] | None = None) -> bool:
 
 def bearer_token(note: ServerNote, environ: Mapping[str, str] | None = None) -> str | None:
     """A bearer token for the server: ``RALPH_CONTEXT_TOKEN``, else the first token of the
-    file the server reads (owner-only, as the server requires) that grants the default
-    namespace or every one."""
+    file the server reads that grants the note's namespace (or every one); the file must
+    be this user's, owner-only, as the server requires."""
     env = os.environ if environ is None else environ
     if env.get(TOKEN_ENV):
         return env[TOKEN_ENV]
     if not note.token_file:
         return None
+    path = note.mcp_path.strip("/").split("/")
+    namespace = path[1] if len(path) == 3 and path[0] == "ns" else "default"
     try:
+        if not _owner_only(Path(note.token_file)):
+            return None
         for line in Path(note.token_file).read_text(encoding="utf-8").splitlines():
             fields = line.split("#", 1)[0].split()
-            if fields and (len(fields) == 1 or "default" in fields[1].split(",")):
+            if fields and (len(fields) == 1 or namespace in fields[1].split(",")):
                 return fields[0]
     except OSError:
         return None

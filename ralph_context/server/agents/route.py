@@ -1,10 +1,12 @@
 """``POST /hooks/<client>`` (and ``/ns/<name>/hooks/<client>``): a hook's payload in,
 ``{"context", "action"}`` out.
 
-Behind the same guards as ``/mcp``: the bearer token and its namespaces (when the server
-has tokens), the SDK's Host/Origin check (a page in a browser cannot post here: the body
-must be JSON, which a cross-site form cannot send without a preflight nobody answers),
-and a cap on the body. A payload that is not a JSON object, or a client this route does
+Guarded as ``/mcp`` is: the bearer token and its namespaces (when the server has tokens),
+the SDK's Host/Origin check (a page in a browser cannot post here: the body must be JSON,
+which a cross-site form cannot send without a preflight nobody answers), and a cap on the
+body. Not by ``/mcp``'s rate limit: a hook is one request per agent event, and what it
+leaves behind (captures stored after the answer) is bounded per session instead
+(``events.MAX_PENDING``). A payload that is not a JSON object, or a client this route does
 not know, is refused with 400 and says why; a failure of the engine is a 503 whose body
 names it (the hook logs it and the agent goes on without context).
 """

@@ -1,0 +1,92 @@
+"""Appends beside maintenance: a write in the loop does not wait for a compaction.
+
+Maintenance runs in the storage actor's lane: before this, every request that arrived
+during one waited for all of it (a loop storing its result at 100k items: p50 27 ms, p99
+0.9 s; at 1M p99 2.5 s). Appends do not need to wait. Lance resolves an append against a
+concurrent compaction, index merge or cleanup (they touch other fragments, or none), and
+the work itself runs in the low-priority upkeep process, so the writer's process is idle
+meanwhile. So while a regular maintenance (or a settling pass) runs, this serves the
+appends that arrive at once (``AddItems``: items, the loop's errors, merged as usual;
+``AddIteration``: a loop's iteration record, an upsert LanceDB retries on a conflict) and
+keeps every other request for after it, in order.
+
+Why only these: an update or a delete may conflict with a compaction rewriting the same
+fragments (one of them would fail); a scrub or a reclaim deletes files no version holds
+yet, which an append in flight has written and not committed. Those run alone, as before.
+Reordering is safe: a caller waits for each answer, so a caller's own requests keep their
+order; an append may only pass requests of other callers, and never an append (appends
+keep their order among themselves) or a request that came after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, TypeVar
+
+import anyio
+
+from ralph_context.actors.storage_requests import (
+    AddItems,
+    AddIteration,
+    FlushUsage,
+    StorageRequest,
+)
+from ralph_context.runtime import Envelope
+
+__all__ = ["BESIDE", "maintain_beside_appends"]
+
+T = TypeVar("T")
+
+# Requests served while maintenance runs; a flush of usage counters may wait behind.
+BESIDE = (AddItems, AddIteration)
+# How often the inbox is looked at while maintenance runs (seconds): an append waits at
+# most this long for its turn.
+_POLL = 0.005
+
+
+class Lane(Protocol):
+    def take_queued(self) -> Envelope[StorageRequest, object] | None: ...
+
+    async def handle_batch(self, batch: Sequence[Envelope[StorageRequest, object]]) -> None: ...
+
+
+async def maintain_beside_appends(lane: Lane, maintain: Callable[[], Awaitable[T]]) -> T:
+    """Run ``maintain()``; meanwhile serve queued appends at once and keep the rest, which
+    are served, in order, once it is done. Returns what ``maintain()`` returned."""
+    done = anyio.Event()
+    result: list[T] = []
+
+    async def run() -> None:
+        try:
+            result.append(await maintain())
+        finally:
+            done.set()
+
+    deferred: list[Envelope[StorageRequest, object]] = []
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            while not done.is_set():
+                now: list[Envelope[StorageRequest, object]] = []
+                while (envelope := lane.take_queued()) is not None:
+                    if isinstance(envelope.request, BESIDE) and _passable(deferred):
+                        now.append(envelope)
+                    else:
+                        deferred.append(envelope)
+                if now:
+                    await lane.handle_batch(now)
+                else:
+                    with anyio.move_on_after(_POLL):
+                        await done.wait()
+        if deferred:
+            await lane.handle_batch(deferred)
+    finally:
+        for envelope in deferred:  # a crash or a cancellation: fail them fast (no-op if answered)
+            envelope.abandon()
+    return result[0]
+
+
+def _passable(deferred: Sequence[Envelope[StorageRequest, object]]) -> bool:
+    """Whether an append may go before every request kept so far: only past flushes of
+    usage counters, which no append depends on (appends never pass each other)."""
+    return all(isinstance(envelope.request, FlushUsage) for envelope in deferred)
