@@ -7,8 +7,9 @@ concurrent compaction, index merge or cleanup (they touch other fragments, or no
 the work itself runs in the low-priority upkeep process, so the writer's process is idle
 meanwhile. So while a regular maintenance (or a settling pass) runs, this serves the
 appends that arrive at once (``AddItems``: items, the loop's errors, merged as usual;
-``AddIteration``: a loop's iteration record, an upsert LanceDB retries on a conflict) and
-keeps every other request for after it, in order.
+``AddKeyed`` and ``PutRequestKey``: the same with an idempotency key, an append to the
+keys table too; ``AddIteration``: a loop's iteration record, an upsert LanceDB retries on
+a conflict) and keeps every other request for after it, in order.
 
 Why only these: an update or a delete may conflict with a compaction rewriting the same
 fragments (one of them would fail); a scrub or a reclaim deletes files no version holds
@@ -28,7 +29,9 @@ import anyio
 from ralph_context.actors.storage_requests import (
     AddItems,
     AddIteration,
+    AddKeyed,
     FlushUsage,
+    PutRequestKey,
     StorageRequest,
 )
 from ralph_context.runtime import Envelope
@@ -38,7 +41,7 @@ __all__ = ["BESIDE", "maintain_beside_appends"]
 T = TypeVar("T")
 
 # Requests served while maintenance runs; a flush of usage counters may wait behind.
-BESIDE = (AddItems, AddIteration)
+BESIDE = (AddItems, AddKeyed, AddIteration, PutRequestKey)
 # How often the inbox is looked at while maintenance runs (seconds): an append waits at
 # most this long for its turn.
 _POLL = 0.005
