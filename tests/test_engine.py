@@ -382,7 +382,12 @@ async def test_the_vector_index_is_built_without_an_explicit_maintenance_call(
             ]
             await engine.store_embedded(list(zip(items, vectors, strict=True)))
             await engine.store("one more write lets maintenance run", "output")
+            # The write does not wait for the maintenance it started (appends are served
+            # beside it): the index is there once that maintenance ends.
             stats = await engine.stats()
+            while not stats.vector_index:
+                await anyio.sleep(0.2)
+                stats = await engine.stats()
             result = await engine.search("the build agent ran out of disk", min_score=0.0)
     assert stats.vector_index
     assert result.tier is Tier.SEMANTIC

@@ -296,6 +296,7 @@ class StorageActor(StorageReads, StorageWrites):
             # the searches leave over (see upkeep_worker.at_normal_priority). Appends are
             # served beside it (storage_beside).
             urgent = not self.foreground.calm
+            self._writes, self._maintaining = 0, True  # from now: no second one is due
             await maintain_beside_appends(self, lambda: self._maintain(urgent=urgent))
 
     async def _add_together(self, adds: Sequence[Envelope[StorageRequest, object]]) -> bool:
@@ -352,8 +353,9 @@ class StorageActor(StorageReads, StorageWrites):
         self._maintaining = True
 
         def maintain() -> MaintenanceReport:
-            # Requests queued behind a calm maintenance hurry the rest of it.
-            hurry = hurried_when(lambda: self.queued > 0)
+            # Requests waiting for a calm maintenance hurry the rest of it (appends do not
+            # wait: they are served beside it).
+            hurry = hurried_when(lambda: self.queued > 0 or self.behind > 0)
             with at_normal_priority() if urgent else hurry:
                 if scrub:
                     return self.store.scrub()
@@ -362,9 +364,9 @@ class StorageActor(StorageReads, StorageWrites):
         try:
             return await self._run(maintain)
         finally:
+            self._maintaining = False
             # From its end: the versions it made are as old as that.
             self.changed(settling=settle)
-            self._maintaining = False
 
     async def _flush_usage(self) -> None:
         self._flushed_at = anyio.current_time()

@@ -48,6 +48,8 @@ _POLL = 0.005
 
 
 class Lane(Protocol):
+    behind: int  # requests waiting for the maintenance (they hurry it)
+
     def take_queued(self) -> Envelope[StorageRequest, object] | None: ...
 
     async def handle_batch(self, batch: Sequence[Envelope[StorageRequest, object]]) -> None: ...
@@ -76,14 +78,17 @@ async def maintain_beside_appends(lane: Lane, maintain: Callable[[], Awaitable[T
                         now.append(envelope)
                     else:
                         deferred.append(envelope)
+                        lane.behind = len(deferred)
                 if now:
                     await lane.handle_batch(now)
                 else:
                     with anyio.move_on_after(_POLL):
                         await done.wait()
+        lane.behind = 0
         if deferred:
             await lane.handle_batch(deferred)
     finally:
+        lane.behind = 0
         for envelope in deferred:  # a crash or a cancellation: fail them fast (no-op if answered)
             envelope.abandon()
     return result[0]

@@ -49,8 +49,9 @@ log = structlog.get_logger("ralph_context.storage")
 _USAGE_FLUSH_AT = 256
 _USAGE_FLUSH_EVERY = 30.0  # seconds
 # Settling passes per quiet period: the first compacts and drops what the writes left; the
-# versions that pass made itself are the second's to drop, one retention window later.
-SETTLE_PASSES = 2
+# versions each pass makes itself are the next one's to drop, a retention window later
+# (measured: after two, a compaction's old files were still held by one version).
+SETTLE_PASSES = 3
 
 
 class StorageWrites(Actor[StorageRequest, object]):
@@ -67,8 +68,10 @@ class StorageWrites(Actor[StorageRequest, object]):
     _changed_at: float | None = None
     _settles_owed: int = SETTLE_PASSES
 
-    # True while a maintenance runs (appends are served beside it: storage_beside).
+    # True while a maintenance runs (appends are served beside it: storage_beside), and
+    # how many requests wait for it to end.
     _maintaining: bool = False
+    behind: int = 0
 
     def take_queued(self) -> Envelope[StorageRequest, object] | None:
         """The next queued request, if one is waiting (never waits)."""
