@@ -5,7 +5,7 @@ start their endpoint with :func:`moto_server` too."""
 
 from __future__ import annotations
 
-import shutil
+import importlib.util
 import subprocess
 import sys
 import time
@@ -64,14 +64,15 @@ def moto_server(request_log: Path | None = None) -> Iterator[tuple[str, int]]:
         RuntimeError: moto's server is not installed (``pip install 'moto[server]'``) or
             did not answer.
     """
-    server = shutil.which("moto_server") or str(Path(sys.executable).parent / "moto_server")
-    if not Path(server).exists():
-        raise RuntimeError("moto_server is missing: pip install 'moto[server]'")
+    if not all(importlib.util.find_spec(name) for name in ("moto", "flask")):
+        raise RuntimeError("moto's server is missing: pip install 'moto[server]'")
+    # moto's server with S3's atomic conditional writes (see moto_atomic).
+    server = [sys.executable, str(Path(__file__).with_name("moto_atomic.py"))]
     port = free_port()
     log = request_log.open("wb") if request_log is not None else subprocess.DEVNULL
     try:
         process = subprocess.Popen(
-            [server, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log
+            [*server, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log
         )
         url = f"http://127.0.0.1:{port}"
         try:
