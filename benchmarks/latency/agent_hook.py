@@ -29,7 +29,7 @@ from ralph_context.server.agents.project import (
     write_server,
 )
 
-__all__ = ["agent_hook_latency", "agent_hooks"]
+__all__ = ["HungServer", "agent_hook_latency", "agent_hooks"]
 
 _HOOK = [sys.executable, "-m", "ralph_context", "hook", "claude"]
 
@@ -81,8 +81,9 @@ def _failure(project: Path, n: int, question: str) -> dict[str, Any]:
     }
 
 
-class _Hung:
-    """A port that accepts and never answers."""
+class HungServer:
+    """A port that accepts connections and never answers (a server stuck mid-request);
+    the tests of the hook's fail-open path use it too."""
 
     def __init__(self) -> None:
         self.server = socket.create_server(("127.0.0.1", 0))
@@ -124,7 +125,7 @@ def agent_hook_latency(mcp_url: str, work: Path, questions: list[str]) -> dict[s
     for n, question in enumerate(questions[:20]):
         (agent_folder(project) / STARTING_FILE).write_text("0\n", encoding="utf-8")
         down.append(_call(project, _prompt(project, n, question))[0])
-    hung = _Hung()
+    hung = HungServer()
     try:
         address = hung.server.getsockname()
         write_server(project, ServerNote(f"http://127.0.0.1:{address[1]}", "/mcp", pid=0))

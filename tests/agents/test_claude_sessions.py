@@ -16,9 +16,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -28,6 +26,7 @@ import anyio
 import numpy as np
 import pytest
 
+from benchmarks.latency.agent_hook import HungServer
 from ralph_context.config import Settings
 from ralph_context.engine import Engine
 from ralph_context.models import ContextItem, ContextType
@@ -173,40 +172,13 @@ def test_a_failure_its_fix_and_the_question_in_other_words_across_four_sessions(
     assert not (agent_folder(project) / "hooks.log").exists()
 
 
-class _Hung:
-    """A port that accepts connections and never answers (a server stuck mid-request)."""
-
-    def __init__(self) -> None:
-        self.socket = socket.create_server(("127.0.0.1", 0))
-        self.held: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    @property
-    def port(self) -> int:
-        return int(self.socket.getsockname()[1])
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self.socket.accept()
-            except OSError:
-                return
-            self.held.append(connection)
-
-    def close(self) -> None:
-        self.socket.close()
-        for connection in self.held:
-            connection.close()
-
-
 def test_with_the_server_hung_or_the_store_unusable_the_session_completes(
     claude_project: Path,
 ) -> None:
     project = claude_project
-    hung = _Hung()
+    hung = HungServer()
     try:
-        note = ServerNote(f"http://127.0.0.1:{hung.port}", "/mcp", pid=2**22 + 1)
+        note = ServerNote(f"http://127.0.0.1:{hung.server.getsockname()[1]}", "/mcp", pid=2**22 + 1)
         write_server(project, note)
         result, turns = session(
             project, "Run the widget check.", [Tool("Bash", "python3 check.py"), "It failed."]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ralph_context.models import JsonValue
+from ralph_context.server.agents.project import git_dir
 
 __all__ = [
     "Edit",
@@ -162,23 +163,14 @@ def provenance(client: str, payload: dict[str, Any]) -> dict[str, JsonValue]:
 def _branch(cwd: Path) -> str | None:
     """The branch checked out in the worktree holding ``cwd`` (its ``HEAD`` file), if any."""
     try:
-        here = cwd.resolve()
-        for folder in (here, *here.parents):
-            marker = folder / ".git"
-            if marker.is_dir():
-                head = (marker / "HEAD").read_text(encoding="utf-8")
-            elif marker.is_file():
-                gitdir = marker.read_text(encoding="utf-8").strip().removeprefix("gitdir:")
-                location = Path(gitdir.strip())
-                location = location if location.is_absolute() else folder / location
-                head = (location / "HEAD").read_text(encoding="utf-8")
-            else:
-                continue
-            ref = head.strip().removeprefix("ref: ").removeprefix("refs/heads/")
-            return ref[:200] or None
+        found = git_dir(cwd)
+        if found is None:
+            return None
+        head = (found[1] / "HEAD").read_text(encoding="utf-8")
     except (OSError, ValueError):
         return None
-    return None
+    ref = head.strip().removeprefix("ref: ").removeprefix("refs/heads/")
+    return ref[:200] or None
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -43,6 +43,7 @@ __all__ = [
     "agent_folder",
     "bearer_token",
     "forget_server",
+    "git_dir",
     "project_root",
     "read_server",
     "spool",
@@ -91,30 +92,40 @@ def project_root(cwd: Path, environ: Mapping[str, str] | None = None) -> Path:
     payload's ``cwd``, not the project), else ``cwd``'s, else ``cwd``."""
     given = (os.environ if environ is None else environ).get(PROJECT_ENV)
     here = Path(given).resolve() if given and Path(given).is_dir() else cwd.resolve()
+    found = git_dir(here)
+    if found is None:
+        return here
+    top, gitdir = found
+    if gitdir == top / ".git":
+        return top
+    # A linked worktree's git dir is ``<main>/.git/worktrees/<name>``, whose ``commondir``
+    # names the main ``.git``; a submodule's points elsewhere and is its own project.
+    try:
+        common = gitdir / "commondir"
+        if not common.is_file():
+            return top
+        main_git = (gitdir / common.read_text(encoding="utf-8").strip()).resolve()
+        return main_git.parent if main_git.name == ".git" else top
+    except (OSError, ValueError):
+        return top
+
+
+def git_dir(start: Path) -> tuple[Path, Path] | None:
+    """The worktree holding ``start`` and its git dir: ``<top>/.git`` itself, or where a
+    linked worktree's ``.git`` file points (``gitdir: ...``); ``None`` outside git."""
+    here = start.resolve()
     for folder in (here, *here.parents):
         marker = folder / ".git"
         if marker.is_dir():
-            return folder
+            return folder, marker
         if marker.is_file():
-            return _main_worktree(folder, marker)
-    return here
-
-
-def _main_worktree(folder: Path, marker: Path) -> Path:
-    """A linked worktree's ``.git`` file says ``gitdir: <main>/.git/worktrees/<name>``,
-    whose ``commondir`` names the main ``.git``; a submodule's points elsewhere and is its
-    own project."""
-    try:
-        line = marker.read_text(encoding="utf-8").strip()
-        gitdir = Path(line.removeprefix("gitdir:").strip())
-        gitdir = gitdir if gitdir.is_absolute() else (folder / gitdir).resolve()
-        common = gitdir / "commondir"
-        if not common.is_file():
-            return folder
-        main_git = (gitdir / common.read_text(encoding="utf-8").strip()).resolve()
-        return main_git.parent if main_git.name == ".git" else folder
-    except (OSError, ValueError):
-        return folder
+            try:
+                line = marker.read_text(encoding="utf-8").strip()
+            except (OSError, ValueError):
+                return None
+            gitdir = Path(line.removeprefix("gitdir:").strip())
+            return folder, gitdir if gitdir.is_absolute() else (folder / gitdir).resolve()
+    return None
 
 
 def agent_folder(root: Path) -> Path:
