@@ -20,9 +20,26 @@ import httpx
 from benchmarks.serving import cpu_seconds, free_port, wait_until_serving
 from ralph_context.object_location import ObjectLocation
 
-__all__ = ["Endpoint", "capacity", "local_endpoint", "moto_server", "upload"]
+__all__ = ["Endpoint", "Requests", "capacity", "local_endpoint", "moto_server", "upload"]
 
 BUCKET = "ralph-bench"
+
+
+@dataclass(frozen=True)
+class Requests:
+    """Requests an endpoint answered: all of them, the table commits it took, and the
+    commits it refused (412: another writer committed that version first)."""
+
+    total: int
+    commits: int
+    refused_commits: int
+
+    def __sub__(self, earlier: Requests) -> Requests:
+        return Requests(
+            self.total - earlier.total,
+            self.commits - earlier.commits,
+            self.refused_commits - earlier.refused_commits,
+        )
 
 
 @dataclass(frozen=True)
@@ -34,12 +51,24 @@ class Endpoint:
     request_log: Path | None = None
     server_pid: int | None = None
 
-    def requests(self) -> int | None:
-        """Requests the endpoint has answered so far, if it says."""
+    def requests(self) -> Requests | None:
+        """What the endpoint has answered so far, if it says (subtract two of these for a
+        phase's share)."""
         if self.request_log is None:
             return None
+        total = commits = refused = 0
         with self.request_log.open(encoding="utf-8", errors="replace") as log:
-            return sum(1 for line in log if " HTTP/1.1" in line)
+            for line in log:
+                if " HTTP/1.1" not in line:
+                    continue
+                total += 1
+                # A table version is committed by creating its manifest only if absent: a
+                # 412 is a commit another writer won (the loser re-reads and retries).
+                if '"PUT ' in line and "/_versions/" in line and ".manifest " in line:
+                    status = line.rsplit('" ', 1)[-1].split(" ", 1)[0]
+                    commits += status.startswith("2")
+                    refused += status == "412"
+        return Requests(total, commits, refused)
 
     def cpu_seconds(self) -> float | None:
         """CPU time the endpoint's server process has used so far (Linux), if it is ours."""

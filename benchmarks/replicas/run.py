@@ -210,9 +210,12 @@ async def writes_phase(
     stored = Counter(item.content for item in found)
     ids = {item.id for item in found}
     timed = 2 * per_client * replicas
-    made = busy = cpu_ms = None
+    made = commits = refused = busy = cpu_ms = None
     if requests_before is not None and requests_after is not None:
-        made = round((requests_after - requests_before) / timed, 1)
+        during = requests_after - requests_before
+        made = round(during.total / timed, 1)
+        commits = round(during.commits / timed, 2)
+        refused = round(during.refused_commits / timed, 2)
     if cpu_before is not None and cpu_after is not None:
         busy = round((cpu_after - cpu_before) / elapsed, 2)
         cpu_ms = round((cpu_after - cpu_before) * 1000 / timed, 1)
@@ -225,6 +228,8 @@ async def writes_phase(
         "items_per_s": round(timed / elapsed, 1),
         "write_ms": stats(latencies),
         "requests_per_write": made,
+        "commits_per_write": commits,
+        "refused_commits_per_write": refused,
         "endpoint_cpu_ms_per_write": cpu_ms,
         "endpoint_busy_cores": busy,
         "lost": sum(1 for i in acknowledged if i not in ids),

@@ -310,10 +310,13 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
                         saved += len(item.content) - len(summary)
                 done += 1
                 await _report(progress, done, total, f"summarized {item.id}")
+            # The embeddings above took a while: the loop may be back; its writes first.
             if summaries:
+                await self.foreground.quiet(at_most=_MAX_REST)
                 await self.storage.summarize_items(summaries)
             unchanged = [item.id for item in items if item.id not in summaries]
             if unchanged:
+                await self.foreground.quiet(at_most=_MAX_REST)
                 await self.storage.set_state(unchanged, ContextState.SUMMARIZED)
         return saved
 

@@ -16,15 +16,22 @@ and ``storage_reads`` (at once).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TypeVar, cast
+from typing import TypeVar
 
 import anyio
 import pyarrow as pa
 import structlog
 
 from ralph_context.actors.storage_beside import maintain_beside_appends
+from ralph_context.actors.storage_group import (
+    Crowding,
+    answer_items,
+    group_runs,
+    item_pairs,
+    keyed_entries,
+)
 from ralph_context.actors.storage_reads import StorageReads
 from ralph_context.actors.storage_requests import (
     AddItems,
@@ -127,6 +134,7 @@ class StorageActor(StorageReads, StorageWrites):
         self.vector_fault: str | None = None
         self._repair_after = 0.0
         self._readers = anyio.CapacityLimiter(_READERS)
+        self._crowding = Crowding()
 
     @property
     def model_id(self) -> str | None:
@@ -254,11 +262,11 @@ class StorageActor(StorageReads, StorageWrites):
             case InPacks(function):
                 return await self._in_packs(function)
             case AddItems(pairs):
-                stored = await self._run(self.store.add_items, pairs)
+                stored = await self._timed(self.store.add_items, pairs)
                 self._writes += 1
                 return stored
             case AddKeyed(item, vector, key):
-                keyed = await self._run(self.store.add_keyed, item, vector, key)
+                keyed = await self._timed(self.store.add_keyed, item, vector, key)
                 self._writes += 2
                 return keyed
             case PutRequestKey(key, target):
@@ -268,24 +276,19 @@ class StorageActor(StorageReads, StorageWrites):
         raise StoreError(f"unknown storage request {type(request).__name__}")
 
     async def handle_batch(self, batch: Sequence[Envelope[StorageRequest, object]]) -> None:
-        """Answer in order, merging each run of consecutive ``AddItems`` into one write; then,
-        with every caller answered, run maintenance if it is due."""
-        index = 0
-        while index < len(batch):
-            run = index
-            while run < len(batch) and isinstance(batch[run].request, AddItems):
-                run += 1
-            if run - index > 1 and await self._add_together(batch[index:run]):
-                index = run
+        """Answer in order, each run of consecutive appends in one commit (storage_group);
+        then, with every caller answered, run maintenance if it is due."""
+        batch = await self._crowding.gather(self, batch)
+        for run in group_runs(batch):
+            if len(run) > 1 and await self._commit_together(run):
                 continue
-            envelope = batch[index]
-            try:
-                envelope.resolve(await self.handle(envelope.request))
-            except RalphContextError as error:
-                envelope.refuse(error)
-            except _REQUEST_ERRORS as error:
-                envelope.refuse(StoreError(f"the store rejected the request: {error}"))
-            index += 1
+            for envelope in run:
+                try:
+                    envelope.resolve(await self.handle(envelope.request))
+                except RalphContextError as error:
+                    envelope.refuse(error)
+                except _REQUEST_ERRORS as error:
+                    envelope.refuse(StoreError(f"the store rejected the request: {error}"))
         if not self._upkeep_started and self._maintenance_near():
             self._upkeep_started = True
             await self._run(self.store.prepare_upkeep)
@@ -299,23 +302,33 @@ class StorageActor(StorageReads, StorageWrites):
             self._writes, self._maintaining = 0, True  # from now: no second one is due
             await maintain_beside_appends(self, lambda: self._maintain(urgent=urgent))
 
-    async def _add_together(self, adds: Sequence[Envelope[StorageRequest, object]]) -> bool:
-        """One write for several callers; False (nothing written) if the data was refused,
-        so each caller is then served alone and only the bad one is refused."""
-        pairs = [p for e in adds for p in cast(AddItems, e.request).pairs]
+    async def _commit_together(self, run: Sequence[Envelope[StorageRequest, object]]) -> bool:
+        """One commit for a run of appends of several callers; False (nothing answered)
+        if the store refused it, so each is then served alone and only a bad one refused."""
         try:
-            stored = await self._run(self.store.add_items, pairs)
+            if isinstance(run[0].request, AddKeyed):
+                keyed = await self._timed(self.store.add_keyed_many, keyed_entries(run))
+            else:
+                stored = await self._timed(self.store.add_items, item_pairs(run))
         except _REQUEST_ERRORS:
             return False
-        self._writes += 1
-        start = 0
-        for envelope in adds:
-            count = len(cast(AddItems, envelope.request).pairs)
-            envelope.resolve(stored[start : start + count])
-            start += count
+        if isinstance(run[0].request, AddKeyed):
+            self._writes += 2
+            for envelope, answer in zip(run, keyed, strict=True):
+                envelope.resolve(answer)
+        else:
+            self._writes += 1
+            answer_items(run, stored)
         return True
 
     # --- internals -------------------------------------------------------------------------
+
+    async def _timed(self, function: Callable[..., T], *args: object) -> T:
+        """An append's commit, noted for group commit (storage_group.Crowding)."""
+        started = anyio.current_time()
+        result = await self._run(function, *args)
+        self._crowding.committed(anyio.current_time() - started, queued_behind=self.queued > 0)
+        return result
 
     def _maintenance_due(self) -> bool:
         """Due after ``optimize_every_writes`` writes (or an index to build), once no search

@@ -24,7 +24,8 @@ class AddItems:
 
 @dataclass(frozen=True)
 class AddKeyed:
-    """One item under an idempotency key (never merged with other writes)."""
+    """One item under an idempotency key (keyed writes queued together commit together:
+    storage_group)."""
 
     item: ContextItem
     vector: Vectors | None

@@ -17,6 +17,7 @@ iterations later). Keys are kept as long as the store.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -77,26 +78,41 @@ class RequestLog:
     def claim(self, key: str, target: str) -> str:
         """Record ``key -> target`` unless a write with ``key`` came first (on another
         replica); the target the key stands for, either way."""
+        return self.claim_many([(key, target)])[0]
+
+    def claim_many(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
+        """:meth:`claim` for several distinct keys: on a local store one table write for
+        all (its one writer has no rival); on a shared store one claim object each."""
         if self.claims is None:
-            self.put(key, target)
-            return target
-        if self.claims.write(_claim(key), target.encode("utf-8"), replacing="") is None:
-            found = self.claims.read(_claim(key))
-            target = found[0].decode("utf-8") if found is not None else target
-        self._targets[key] = target
-        return target
+            self.put_many(pairs)
+            return [target for _, target in pairs]
+        targets = []
+        for key, target in pairs:
+            if self.claims.write(_claim(key), target.encode("utf-8"), replacing="") is None:
+                found = self.claims.read(_claim(key))
+                target = found[0].decode("utf-8") if found is not None else target
+            self._targets[key] = target
+            targets.append(target)
+        return targets
 
     def put(self, key: str, target: str) -> None:
         """Remember ``key -> target`` (one table write; the key's claim on a shared
         store)."""
+        self.put_many([(key, target)])
+
+    def put_many(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """:meth:`put` for several keys, in one table write."""
+        if not pairs:
+            return
         if self.claims is not None:
-            self.claim(key, target)
+            self.claim_many(pairs)
             return
         if self.table is None:
             raise RuntimeError("a read-only open records no request keys")
-        row = {"key": key, "target": target, "created_at": datetime.now(UTC)}
-        self.table.add(pa.Table.from_pylist([row], schema=request_keys_schema()))
-        self._targets[key] = target
+        now = datetime.now(UTC)
+        rows = [{"key": key, "target": target, "created_at": now} for key, target in pairs]
+        self.table.add(pa.Table.from_pylist(rows, schema=request_keys_schema()))
+        self._targets.update(pairs)
 
 
 def _claim(key: str) -> str:

@@ -195,12 +195,41 @@ class StoreItems(StoreCore):
     ) -> tuple[ContextItem, bool]:
         """Store ``item`` unless a write with idempotency ``key`` came first; returns the
         stored item and whether it was written now (see ``requests``)."""
+        return self.add_keyed_many([(item, vector, key)])[0]
+
+    def add_keyed_many(
+        self, entries: Sequence[tuple[ContextItem, Vectors | None, str]]
+    ) -> list[tuple[ContextItem, bool]]:
+        """:meth:`add_keyed` for several writes at once (a group commit): the new keys are
+        claimed together (one write of the keys table; on a shared store one claim object
+        each), then the items whose claim this writer won go in one append. Fewer table
+        versions, and on object storage fewer commits for replicas to collide on. A key
+        repeated in ``entries`` stands for its first entry (answered as not written)."""
+        firsts: dict[str, int] = {}
+        fresh: list[int] = []
+        for n, (_, _, key) in enumerate(entries):
+            if key not in firsts:
+                firsts[key] = n
+                if self.requests.find(key) is None:
+                    fresh.append(n)
+        claimed = self.requests.claim_many([(entries[n][2], entries[n][0].id) for n in fresh])
+        won = [n for n, target in zip(fresh, claimed, strict=True) if target == entries[n][0].id]
+        appended = self.add_items([(entries[n][0], entries[n][1]) for n in won])
+        answers = {n: (stored, True) for n, stored in zip(won, appended, strict=True)}
+        results: list[tuple[ContextItem, bool]] = []
+        for n, (item, vector, key) in enumerate(entries):
+            first = firsts[key]
+            if first not in answers:
+                answers[first] = self._first_keyed(item, vector, key)
+            results.append(answers[first] if first == n else (answers[first][0], False))
+        return results
+
+    def _first_keyed(
+        self, item: ContextItem, vector: Vectors | None, key: str
+    ) -> tuple[ContextItem, bool]:
+        """The item of a key claimed before (here or by another replica)."""
         known = self.requests.find(key)
-        if known is None:
-            known = self.requests.claim(key, item.id)
-            if known == item.id:
-                (stored,) = self.add_items([(item, vector)])
-                return stored, True
+        assert known is not None  # claimed: by an earlier write or just now
         if self.shared:
             # Another replica may have stored it a moment ago: look at the latest.
             self.items.checkout_latest()

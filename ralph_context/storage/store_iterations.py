@@ -24,15 +24,24 @@ class StoreIterations(StoreCore):
 
     def add_iteration(self, result: IterationResult) -> None:
         """Record one iteration's result, replacing an earlier record of the same
-        iteration (a retried or re-run report is not a second iteration)."""
+        iteration (a retried or re-run report is not a second iteration).
+
+        A number past every one seen is new: appended (~8 ms at 100k, against 13-33 ms for
+        the upsert, which also rereads the table and retries when a compaction of it
+        commits first: seen at 256 ms). Only by this store's one writer: on a shared store
+        another replica may have recorded it a moment ago.
+        """
+        row = pa.Table.from_pylist([iteration_to_row(result)], schema=self.iterations.schema)
+        if not self.shared and result.iteration > self.latest_iteration():
+            self.iterations.add(row)
+            self._saw_iteration(result.iteration)
+            return
         self._saw_iteration(result.iteration)
         (
             self.iterations.merge_insert("iteration")
             .when_matched_update_all()
             .when_not_matched_insert_all()
-            .execute(
-                pa.Table.from_pylist([iteration_to_row(result)], schema=self.iterations.schema)
-            )
+            .execute(row)
         )
 
     def iteration(self, number: int) -> IterationResult | None:
