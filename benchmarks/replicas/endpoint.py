@@ -6,6 +6,7 @@ start their endpoint with :func:`moto_server` too."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 import time
@@ -23,6 +24,9 @@ from ralph_context.object_location import ObjectLocation
 __all__ = ["Endpoint", "Requests", "capacity", "local_endpoint", "moto_server", "upload"]
 
 BUCKET = "ralph-bench"
+# A line of moto's request log (werkzeug's, coloured by status on some terminals).
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+_REQUEST = re.compile(r'"([A-Z]+) (\S+) HTTP/1\.1" (\d{3})')
 
 
 @dataclass(frozen=True)
@@ -59,13 +63,14 @@ class Endpoint:
         total = commits = refused = 0
         with self.request_log.open(encoding="utf-8", errors="replace") as log:
             for line in log:
-                if " HTTP/1.1" not in line:
+                request = _REQUEST.search(_COLOUR.sub("", line))
+                if request is None:
                     continue
                 total += 1
+                method, path, status = request.groups()
                 # A table version is committed by creating its manifest only if absent: a
                 # 412 is a commit another writer won (the loser re-reads and retries).
-                if '"PUT ' in line and "/_versions/" in line and ".manifest " in line:
-                    status = line.rsplit('" ', 1)[-1].split(" ", 1)[0]
+                if method == "PUT" and "/_versions/" in path and path.endswith(".manifest"):
                     commits += status.startswith("2")
                     refused += status == "412"
         return Requests(total, commits, refused)

@@ -30,13 +30,21 @@ from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
 from ralph_context.runtime import Envelope
 
-__all__ = ["GROUPED", "Crowding", "answer_items", "group_runs", "item_pairs", "keyed_entries"]
+__all__ = [
+    "GROUPED",
+    "MAX_WAIT",
+    "Crowding",
+    "answer_items",
+    "group_runs",
+    "item_pairs",
+    "keyed_entries",
+]
 
 # Requests a run of which becomes one commit.
 GROUPED = (AddItems, AddKeyed)
 # The longest a batch of writes waits for one more (seconds), and for how long after a
 # write last queued behind a commit the store counts as crowded.
-MAX_WAIT = 0.05
+MAX_WAIT = 0.1
 CROWDED_FOR = 2.0
 _POLL = 0.002
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from ralph_context import Engine
-from ralph_context.actors.storage_group import Crowding
+from ralph_context.actors.storage_group import MAX_WAIT, Crowding
 from ralph_context.actors.storage_requests import AddItems, StorageRequest
 from ralph_context.models import ContextItem, ContextType
 from ralph_context.runtime import Envelope
@@ -116,7 +116,7 @@ _OPEN: list[Write] = []
 def _write(text: str) -> Write:
     send, receive = anyio.create_memory_object_stream[Any](1)
     receive.close()  # nobody listens: answering it is a no-op
-    envelope = Envelope(AddItems(((_item(text), None),)), send)
+    envelope: Write = Envelope(AddItems(((_item(text), None),)), send)
     _OPEN.append(envelope)
     return envelope
 
@@ -143,8 +143,10 @@ async def test_a_crowded_store_waits_a_moment_for_the_next_write_and_a_lone_writ
         assert await crowding.gather(lane, first) == first
     lane.inbox.clear()
     # Crowded (a write queued behind the last commit): the batch waits for the next one.
+    crowding.committed(10.0, queued_behind=True)
+    assert crowding.wait_s() == MAX_WAIT  # capped
     crowding.committed(0.2, queued_behind=True)
-    assert crowding.wait_s() == pytest.approx(0.05)
+    assert crowding.wait_s() == pytest.approx(0.1)  # half the last commit
     async with anyio.create_task_group() as group:
         group.start_soon(arrive)
         gathered = await crowding.gather(lane, first)
