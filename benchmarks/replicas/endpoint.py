@@ -37,12 +37,16 @@ class Requests:
     total: int
     commits: int
     refused_commits: int
+    # Commits of the items table alone (the writes'; the rest are the lease holder's
+    # maintenance and the other tables).
+    item_commits: int = 0
 
     def __sub__(self, earlier: Requests) -> Requests:
         return Requests(
             self.total - earlier.total,
             self.commits - earlier.commits,
             self.refused_commits - earlier.refused_commits,
+            self.item_commits - earlier.item_commits,
         )
 
 
@@ -60,7 +64,7 @@ class Endpoint:
         phase's share)."""
         if self.request_log is None:
             return None
-        total = commits = refused = 0
+        total = commits = refused = items = 0
         with self.request_log.open(encoding="utf-8", errors="replace") as log:
             for line in log:
                 request = _REQUEST.search(_COLOUR.sub("", line))
@@ -71,9 +75,11 @@ class Endpoint:
                 # A table version is committed by creating its manifest only if absent: a
                 # 412 is a commit another writer won (the loser re-reads and retries).
                 if method == "PUT" and "/_versions/" in path and path.endswith(".manifest"):
-                    commits += status.startswith("2")
+                    done = status.startswith("2")
+                    commits += done
+                    items += done and "/items.lance/" in path
                     refused += status == "412"
-        return Requests(total, commits, refused)
+        return Requests(total, commits, refused, items)
 
     def cpu_seconds(self) -> float | None:
         """CPU time the endpoint's server process has used so far (Linux), if it is ours."""
