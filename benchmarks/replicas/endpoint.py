@@ -20,6 +20,7 @@ import httpx
 
 from benchmarks.serving import cpu_seconds, free_port, wait_until_serving
 from ralph_context.object_location import ObjectLocation
+from ralph_context.storage.schema import ITEMS
 
 __all__ = ["Endpoint", "Requests", "capacity", "local_endpoint", "moto_server", "upload"]
 
@@ -77,7 +78,7 @@ class Endpoint:
                 if method == "PUT" and "/_versions/" in path and path.endswith(".manifest"):
                     done = status.startswith("2")
                     commits += done
-                    items += done and "/items.lance/" in path
+                    items += done and f"/{ITEMS}.lance/" in path
                     refused += status == "412"
         return Requests(total, commits, refused, items)
 
