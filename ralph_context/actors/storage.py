@@ -308,17 +308,15 @@ class StorageActor(StorageReads, StorageWrites):
         try:
             if isinstance(run[0].request, AddKeyed):
                 keyed = await self._timed(self.store.add_keyed_many, keyed_entries(run))
+                for envelope, answer in zip(run, keyed, strict=True):
+                    envelope.resolve(answer)
+                self._writes += 2
             else:
                 stored = await self._timed(self.store.add_items, item_pairs(run))
+                answer_items(run, stored)
+                self._writes += 1
         except _REQUEST_ERRORS:
             return False
-        if isinstance(run[0].request, AddKeyed):
-            self._writes += 2
-            for envelope, answer in zip(run, keyed, strict=True):
-                envelope.resolve(answer)
-        else:
-            self._writes += 1
-            answer_items(run, stored)
         return True
 
     # --- internals -------------------------------------------------------------------------

@@ -83,8 +83,15 @@ class RequestLog:
     def claim_many(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
         """:meth:`claim` for several distinct keys: on a local store one table write for
         all (its one writer has no rival); on a shared store one claim object each."""
+        if not pairs:
+            return []
         if self.claims is None:
-            self.put_many(pairs)
+            if self.table is None:
+                raise RuntimeError("a read-only open records no request keys")
+            now = datetime.now(UTC)
+            rows = [{"key": key, "target": target, "created_at": now} for key, target in pairs]
+            self.table.add(pa.Table.from_pylist(rows, schema=request_keys_schema()))
+            self._targets.update(pairs)
             return [target for _, target in pairs]
         targets = []
         for key, target in pairs:
@@ -98,21 +105,7 @@ class RequestLog:
     def put(self, key: str, target: str) -> None:
         """Remember ``key -> target`` (one table write; the key's claim on a shared
         store)."""
-        self.put_many([(key, target)])
-
-    def put_many(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """:meth:`put` for several keys, in one table write."""
-        if not pairs:
-            return
-        if self.claims is not None:
-            self.claim_many(pairs)
-            return
-        if self.table is None:
-            raise RuntimeError("a read-only open records no request keys")
-        now = datetime.now(UTC)
-        rows = [{"key": key, "target": target, "created_at": now} for key, target in pairs]
-        self.table.add(pa.Table.from_pylist(rows, schema=request_keys_schema()))
-        self._targets.update(pairs)
+        self.claim(key, target)
 
 
 def _claim(key: str) -> str:
