@@ -1,0 +1,77 @@
+"""``bench peer``'s outputs: ``results.json`` and ``results.md`` (the table it prints)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.retrieval.locomo import CATEGORIES
+
+__all__ = ["markdown", "write_outputs"]
+
+
+def _category(category: int) -> Callable[[dict[str, Any]], float]:
+    return lambda side: float(side["recall"]["10"].get(str(category), 0.0))
+
+
+def _rows(ours: dict[str, Any], peer: dict[str, Any]) -> list[tuple[str, str, str]]:
+    def both(label: str, pick: Callable[[dict[str, Any]], Any], form: str) -> tuple[str, str, str]:
+        return label, format(pick(ours), form), format(pick(peer), form)
+
+    rows = [
+        both("recall@10 (LoCoMo evidence)", lambda s: s["recall_at_10"], ".3f"),
+        *(
+            both(f"  {name} (cat. {c})", _category(c), ".3f")
+            for c, name in CATEGORIES.items()
+            if str(c) in ours["recall"]["10"]
+        ),
+        both("latency p50, ms", lambda s: s["latency_ms"]["p50"], ".1f"),
+        both("latency p99, ms", lambda s: s["latency_ms"]["p99"], ".1f"),
+        both("latency mean, ms", lambda s: s["latency_ms"]["mean"], ".1f"),
+        both("server CPU per call, ms", lambda s: s["cpu_ms_per_call"], ".1f"),
+        both("ingest, s", lambda s: s["ingest"]["seconds"], ".1f"),
+        both("ingest, items/s", lambda s: s["ingest"]["items_per_second"], ".1f"),
+        both("ingest, calls", lambda s: s["ingest"]["calls"], "d"),
+        both("on disk, MB", lambda s: s["disk_mb"], ".2f"),
+    ]
+    return rows
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The side-by-side as a Markdown table, with what was run and the machine's load."""
+    ours, peer = results["servers"]["ours"], results["servers"]["peer"]
+    load = results["machine"]["load"]
+    lines = [
+        f"## {ours['name']} vs {peer['name']}, MCP stdio, LoCoMo",
+        "",
+        f"{results['questions']} questions (categories "
+        f"{', '.join(map(str, results['categories']))}) over "
+        f"{len(results['conversations'])} conversations ({', '.join(results['conversations'])}), "
+        f"{ours['ingest']['items']} turns; both on {results['model']['id']} "
+        f"({results['model']['vectors_checked']} vectors checked, max diff "
+        f"{results['model']['max_abs_diff']:.1e}).",
+        "",
+        f"| | {ours['name']} | {peer['name']} |",
+        "|---|---:|---:|",
+        *(f"| {label} | {a} | {b} |" for label, a, b in _rows(ours, peer)),
+        "",
+        f"Machine: {results['machine']['cpus']} CPUs; load average (1/5/15 min) before "
+        f"{'/'.join(map(str, load['before']))}, after {'/'.join(map(str, load['after']))}; "
+        f"1-min load during the questions {load['during_1m']['min']}-"
+        f"{load['during_1m']['max']} (median {load['during_1m']['median']}). "
+        f"Wall {results.get('wall_seconds', '?')} s.",
+        "",
+        results["notes"],
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(results: dict[str, Any], out: Path) -> list[Path]:
+    """``results.json`` and ``results.md`` in ``out`` (made if missing)."""
+    out.mkdir(parents=True, exist_ok=True)
+    data, table = out / "results.json", out / "results.md"
+    data.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    table.write_text(markdown(results), encoding="utf-8")
+    return [data, table]

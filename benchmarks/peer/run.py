@@ -1,0 +1,304 @@
+"""``bench peer``: our MCP server beside mcp-server-qdrant 0.8.1, over MCP stdio, on LoCoMo.
+
+Both servers run the very same model files (MiniLM int8 from ``ralph-context model install``;
+the peer's fastembed cache is laid out to point at them, ``model_files.py``), and the run
+refuses to start unless a few texts embed to the same vectors both ways. Then, for each
+conversation, a fresh server of each:
+
+- ingest: ours with ``store_contexts``, a call per session (each turn one item, its dia_id
+  in metadata, the conversation as its thread and the session as its iteration) and
+  ``store_iteration_result`` after each, until the lifecycle passes this queues are done,
+  exactly as ``bench retrieval --over-mcp`` stores LoCoMo; the peer with ``qdrant-store``,
+  a call per turn (its only write tool), the dia_id in metadata, into a collection of the
+  conversation's own. Timed, then their folders' size on disk;
+- questions: categories 1-4 (762 on the dev split; category 5 asks about things never
+  said), each asked of both, which one first alternating from question to question, with
+  each server's defaults (``get_relevant_context`` with ``query`` alone; ``qdrant-find``).
+  Recall@10 is LoCoMo's evidence recall (``benchmarks/retrieval/recall.py``) over the first
+  ten answers; latency is the client's round trip; CPU is each server process's
+  user + system time over the questions (``/proc/<pid>/stat``), per call.
+
+The machine's load average is recorded before, during and after: on a loaded machine CPU
+time turns into latency, and both servers pay it alike (alternating order).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+from benchmarks.peer.model_files import VectorCheck, check_vectors, lay_out_cache, peer_model_env
+from benchmarks.peer.servers import find_ours, find_peer, peer_params, start, store_peer
+from benchmarks.peer.venv import PACKAGE, VERSION, PeerInstall, ensure_venv
+from benchmarks.retrieval.locomo import Conversation, Question, load_conversations
+from benchmarks.retrieval.over_mcp import _ingest, server_params
+from benchmarks.retrieval.recall import Recall, evidence_recall, summarize
+from benchmarks.serving import cpu_seconds
+from ralph_context import Settings, __version__
+from ralph_context.embeddings.local import load_embedder
+from ralph_context.namespaces import disk_bytes
+
+__all__ = ["ASKED_CATEGORIES", "K", "Side", "measure", "pick_questions", "side_results"]
+
+# LoCoMo's categories asked: all but 5 (adversarial: the answer was never said).
+ASKED_CATEGORIES = (1, 2, 3, 4)
+K = 10
+# Texts embedded both ways before the run: the first turns and questions of the file.
+_CHECK_TEXTS = 4
+
+Tick = Callable[[], None]
+Start = Callable[[int], Tick]
+
+
+@dataclass
+class Side:
+    """One server's measurements over the whole run."""
+
+    recalls: list[Recall] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)
+    cpu_seconds: float = 0.0
+    ingest_seconds: float = 0.0
+    ingest_calls: int = 0
+    items: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the questions run needs: the peer, our model in its cache, the folders."""
+
+    conversations: list[tuple[Conversation, list[Question]]]
+    install: PeerInstall
+    cache: Path
+    work: Path
+
+
+def pick_questions(
+    conversations: list[Conversation], limit: int | None
+) -> list[tuple[Conversation, list[Question]]]:
+    """The questions asked of each conversation: those of :data:`ASKED_CATEGORIES`, and
+    with ``limit`` the first ``limit`` taken in turn from each conversation (so a short run
+    still asks every conversation). Conversations left without a question are dropped."""
+    pools = [[q for q in c.questions if q.category in ASKED_CATEGORIES] for c in conversations]
+    total = sum(map(len, pools))
+    wanted = total if limit is None else min(limit, total)
+    taken = [0] * len(pools)
+    picked = 0
+    while picked < wanted:
+        for index, pool in enumerate(pools):
+            if picked < wanted and taken[index] < len(pool):
+                taken[index] += 1
+                picked += 1
+    return [
+        (conversation, pool[:count])
+        for conversation, pool, count in zip(conversations, pools, taken, strict=True)
+        if count
+    ]
+
+
+def _check_texts(conversations: list[Conversation]) -> list[str]:
+    first = conversations[0]
+    return [t.text for t in first.turns[:_CHECK_TEXTS]] + [
+        q.text for q in first.questions[:_CHECK_TEXTS]
+    ]
+
+
+async def _run_conversation(
+    index: int,
+    conversation: Conversation,
+    questions: list[Question],
+    plan: Plan,
+    sides: dict[str, Side],
+    load: list[float],
+    tick: Tick,
+) -> None:
+    ours_side, peer_side = sides["ours"], sides["peer"]
+    logs = plan.work / "logs" / f"c{index}"
+    async with AsyncExitStack() as stack:
+        ours = await start(stack, "ours", server_params(plan.work / "ours" / f"c{index}"), logs)
+        peer_server = peer_params(
+            plan.install, plan.cache, plan.work / "peer", conversation.sample_id
+        )
+        peer = await start(stack, "peer", peer_server, logs)
+        started = time.perf_counter()
+        await _ingest(ours.client, conversation, threads=True)
+        ours_side.ingest_seconds += time.perf_counter() - started
+        ours_side.ingest_calls += 2 * len({t.session for t in conversation.turns}) + 1
+        started = time.perf_counter()
+        for turn in conversation.turns:
+            await store_peer(peer, turn.text, {"dia_id": turn.dia_id, "session": turn.session})
+        peer_side.ingest_seconds += time.perf_counter() - started
+        peer_side.ingest_calls += len(conversation.turns)
+        ours_side.items += len(conversation.turns)
+        peer_side.items += len(conversation.turns)
+        # One untimed question each: first-call paths are not what a session pays per call.
+        await find_ours(ours, "warm-up: who said it")
+        await find_peer(peer, "warm-up: who said it")
+        finders = {
+            "ours": partial(find_ours, ours),
+            "peer": partial(find_peer, peer),
+        }
+        cpu_before = {"ours": cpu_seconds(ours.pid), "peer": cpu_seconds(peer.pid)}
+        asked = len(ours_side.latencies_ms)
+        for n, question in enumerate(questions):
+            order = ("ours", "peer") if (asked + n) % 2 == 0 else ("peer", "ours")
+            for name in order:
+                ids, ms = await finders[name](question.text)
+                side = sides[name]
+                side.latencies_ms.append(ms)
+                side.recalls.append(
+                    Recall(question.category, K, evidence_recall(question.evidence, ids[:K]))
+                )
+            load.append(os.getloadavg()[0])
+            tick()
+        ours_side.cpu_seconds += cpu_seconds(ours.pid) - cpu_before["ours"]
+        peer_side.cpu_seconds += cpu_seconds(peer.pid) - cpu_before["peer"]
+
+
+async def _ask_all(plan: Plan, progress: Start | None) -> tuple[dict[str, Side], list[float]]:
+    sides = {"ours": Side(), "peer": Side()}
+    load: list[float] = []
+    total = sum(len(questions) for _, questions in plan.conversations)
+    tick = progress(total) if progress is not None else (lambda: None)
+    for index, (conversation, questions) in enumerate(plan.conversations):
+        await _run_conversation(index, conversation, questions, plan, sides, load, tick)
+    return sides, load
+
+
+def side_results(side: Side, disk: int) -> dict[str, Any]:
+    """One server's row of ``results.json``: recall@10 (overall and by category), latency
+    percentiles, CPU ms per call, ingest and ``disk`` bytes in MB."""
+    calls = len(side.latencies_ms)
+    latencies = np.asarray(side.latencies_ms)
+    recall = summarize(side.recalls)
+    return {
+        "recall_at_10": round(recall[str(K)]["overall"], 3),
+        "recall": {k: {c: round(v, 3) for c, v in row.items()} for k, row in recall.items()},
+        "latency_ms": {
+            "p50": round(float(np.percentile(latencies, 50)), 2),
+            "p99": round(float(np.percentile(latencies, 99)), 2),
+            "mean": round(float(latencies.mean()), 2),
+        },
+        "cpu_ms_per_call": round(side.cpu_seconds * 1000 / calls, 2),
+        "ingest": {
+            "items": side.items,
+            "calls": side.ingest_calls,
+            "seconds": round(side.ingest_seconds, 1),
+            "items_per_second": round(side.items / side.ingest_seconds, 1),
+        },
+        "disk_mb": round(disk / 1e6, 2),
+    }
+
+
+def measure(
+    data: Path,
+    *,
+    questions: int | None = None,
+    venv: Path,
+    progress: Start | None = None,
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run the side-by-side (see the module's docstring) and return its results.
+
+    Args:
+        data: A LoCoMo JSON file (``locomo10.json`` or a split of it).
+        questions: Ask only this many, taken in turn from each conversation.
+        venv: The peer's venv: made and installed if missing, reused if present.
+        progress: ``start(total) -> tick``, ticked once a question (both servers asked).
+        say: Where the setup's lines go.
+
+    Raises:
+        LocomoFormatError: ``data`` is not in LoCoMo's format.
+        PeerInstallError: The peer could not be installed.
+        ModelFilesError: No installed model, or the peer's vectors differ from ours.
+        ToolFailed: A tool answered with an error.
+    """
+    conversations = load_conversations(data)
+    asked = pick_questions(conversations, questions)
+    install = ensure_venv(venv, say)
+    wall = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ralph-bench-peer-") as tmp:
+        work = Path(tmp)
+        # The settings our first server will read (server_params writes its config): the
+        # model it loads is the one the peer is pointed at.
+        server_params(work / "ours" / "c0")
+        settings = Settings.load(work / "ours" / "c0" / "ralph.yaml")
+        model_dir = settings.embeddings.resolved_model_path()
+        cache = lay_out_cache(model_dir, work / "fastembed")
+        check = check_vectors(
+            install.python,
+            peer_model_env(cache),
+            load_embedder(settings.embeddings),
+            _check_texts(conversations),
+        )
+        say(f"vectors: {check.texts} texts the same both ways (max diff {check.max_abs_diff:.1e})")
+        plan = Plan(asked, install, cache, work)
+        load_before = os.getloadavg()
+        sides, load = anyio.run(_ask_all, plan, progress)
+        load_after = os.getloadavg()
+        ours_disk = sum(disk_bytes(work / "ours" / f"c{i}" / "store") for i in range(len(asked)))
+        peer_disk = disk_bytes(work / "peer")
+    return _results(
+        data,
+        asked,
+        install,
+        check,
+        model_dir,
+        sides,
+        (ours_disk, peer_disk),
+        {
+            "before": [round(x, 2) for x in load_before],
+            "after": [round(x, 2) for x in load_after],
+            "during_1m": {
+                "min": round(min(load), 2),
+                "median": round(statistics.median(load), 2),
+                "max": round(max(load), 2),
+            },
+        },
+    ) | {"wall_seconds": round(time.perf_counter() - wall, 1)}
+
+
+def _results(
+    data: Path,
+    asked: list[tuple[Conversation, list[Question]]],
+    install: PeerInstall,
+    check: VectorCheck,
+    model_dir: Path,
+    sides: dict[str, Side],
+    disk: tuple[int, int],
+    load: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        "data": str(data),
+        "questions": sum(len(qs) for _, qs in asked),
+        "categories": list(ASKED_CATEGORIES),
+        "conversations": [c.sample_id for c, _ in asked],
+        "model": {
+            "id": check.model_id,
+            "files": str(model_dir),
+            "vectors_checked": check.texts * 2,
+            "max_abs_diff": check.max_abs_diff,
+        },
+        "servers": {
+            "ours": {"name": f"ralph-context {__version__}"} | side_results(sides["ours"], disk[0]),
+            "peer": {"name": f"{PACKAGE} {VERSION}", "venv": str(install.venv)}
+            | side_results(sides["peer"], disk[1]),
+        },
+        "machine": {"cpus": os.cpu_count(), "load": load},
+        "notes": (
+            "Both over MCP stdio with the official client, each its defaults: "
+            "get_relevant_context(query) and qdrant-find(query). A fresh server pair per "
+            "conversation; the order alternates from question to question. CPU per call: "
+            "the server process's user+system time over the questions / questions."
+        ),
+    }
