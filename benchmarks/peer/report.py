@@ -39,10 +39,24 @@ def _rows(ours: dict[str, Any], peer: dict[str, Any]) -> list[tuple[str, str, st
     return rows
 
 
+def _machine(results: dict[str, Any]) -> str:
+    machine = results["machine"]
+    during = machine["during_questions"]
+    return (
+        f"Machine: {machine['cpus']} CPUs; load average (1/5/15 min) before "
+        f"{'/'.join(map(str, machine['load_before']))}, after "
+        f"{'/'.join(map(str, machine['load_after']))}. During the questions "
+        f"({during['seconds']} s): 1-min load {during['load_1m']['min']}-"
+        f"{during['load_1m']['max']} (median {during['load_1m']['median']}), "
+        f"{during['busy_cores']} cores busy on average, {during['other_processes_cores']} of "
+        f"them other processes', {during['steal_cores']} stolen. "
+        f"Wall {results.get('wall_seconds', '?')} s."
+    )
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The side-by-side as a Markdown table, with what was run and the machine's load."""
     ours, peer = results["servers"]["ours"], results["servers"]["peer"]
-    load = results["machine"]["load"]
     lines = [
         f"## {ours['name']} vs {peer['name']}, MCP stdio, LoCoMo",
         "",
@@ -57,11 +71,7 @@ def markdown(results: dict[str, Any]) -> str:
         "|---|---:|---:|",
         *(f"| {label} | {a} | {b} |" for label, a, b in _rows(ours, peer)),
         "",
-        f"Machine: {results['machine']['cpus']} CPUs; load average (1/5/15 min) before "
-        f"{'/'.join(map(str, load['before']))}, after {'/'.join(map(str, load['after']))}; "
-        f"1-min load during the questions {load['during_1m']['min']}-"
-        f"{load['during_1m']['max']} (median {load['during_1m']['median']}). "
-        f"Wall {results.get('wall_seconds', '?')} s.",
+        _machine(results),
         "",
         results["notes"],
     ]

@@ -38,13 +38,13 @@ from typing import Any
 import anyio
 import numpy as np
 
+from benchmarks.peer.machine import CpuSnapshot
 from benchmarks.peer.model_files import VectorCheck, check_vectors, lay_out_cache, peer_model_env
-from benchmarks.peer.servers import find_ours, find_peer, peer_params, start, store_peer
+from benchmarks.peer.servers import Running, find_ours, find_peer, peer_params, start, store_peer
 from benchmarks.peer.venv import PACKAGE, VERSION, PeerInstall, ensure_venv
 from benchmarks.retrieval.locomo import Conversation, Question, load_conversations
 from benchmarks.retrieval.over_mcp import _ingest, server_params
 from benchmarks.retrieval.recall import Recall, evidence_recall, summarize
-from benchmarks.serving import cpu_seconds
 from ralph_context import Settings, __version__
 from ralph_context.embeddings.local import load_embedder
 from ralph_context.namespaces import disk_bytes
@@ -71,6 +71,35 @@ class Side:
     ingest_seconds: float = 0.0
     ingest_calls: int = 0
     items: int = 0
+
+
+@dataclass
+class Watch:
+    """The machine during the questions: 1-minute load samples (one a question) and each
+    conversation's CPU deltas (servers, client, machine)."""
+
+    load: list[float] = field(default_factory=list)
+    phases: list[CpuSnapshot] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        seconds = sum(phase.at for phase in self.phases)
+
+        def cores(value: float) -> float:
+            return round(value / seconds, 2)
+
+        return {
+            "load_1m": {
+                "min": round(min(self.load), 2),
+                "median": round(statistics.median(self.load), 2),
+                "max": round(max(self.load), 2),
+            },
+            "seconds": round(seconds, 1),
+            # Average cores in use: by the whole machine, by processes other than the two
+            # servers and the client, and stolen by the hypervisor.
+            "busy_cores": cores(sum(phase.machine.busy for phase in self.phases)),
+            "other_processes_cores": cores(sum(phase.others for phase in self.phases)),
+            "steal_cores": cores(sum(phase.machine.steal for phase in self.phases)),
+        }
 
 
 @dataclass(frozen=True)
@@ -113,16 +142,31 @@ def _check_texts(conversations: list[Conversation]) -> list[str]:
     ]
 
 
+async def _ingest_both(
+    ours: Running, peer: Running, conversation: Conversation, sides: dict[str, Side]
+) -> None:
+    started = time.perf_counter()
+    await _ingest(ours.client, conversation, threads=True)
+    sides["ours"].ingest_seconds += time.perf_counter() - started
+    sides["ours"].ingest_calls += 2 * len({t.session for t in conversation.turns}) + 1
+    started = time.perf_counter()
+    for turn in conversation.turns:
+        await store_peer(peer, turn.text, {"dia_id": turn.dia_id, "session": turn.session})
+    sides["peer"].ingest_seconds += time.perf_counter() - started
+    sides["peer"].ingest_calls += len(conversation.turns)
+    for side in sides.values():
+        side.items += len(conversation.turns)
+
+
 async def _run_conversation(
     index: int,
     conversation: Conversation,
     questions: list[Question],
     plan: Plan,
     sides: dict[str, Side],
-    load: list[float],
+    watch: Watch,
     tick: Tick,
 ) -> None:
-    ours_side, peer_side = sides["ours"], sides["peer"]
     logs = plan.work / "logs" / f"c{index}"
     async with AsyncExitStack() as stack:
         ours = await start(stack, "ours", server_params(plan.work / "ours" / f"c{index}"), logs)
@@ -130,49 +174,38 @@ async def _run_conversation(
             plan.install, plan.cache, plan.work / "peer", conversation.sample_id
         )
         peer = await start(stack, "peer", peer_server, logs)
-        started = time.perf_counter()
-        await _ingest(ours.client, conversation, threads=True)
-        ours_side.ingest_seconds += time.perf_counter() - started
-        ours_side.ingest_calls += 2 * len({t.session for t in conversation.turns}) + 1
-        started = time.perf_counter()
-        for turn in conversation.turns:
-            await store_peer(peer, turn.text, {"dia_id": turn.dia_id, "session": turn.session})
-        peer_side.ingest_seconds += time.perf_counter() - started
-        peer_side.ingest_calls += len(conversation.turns)
-        ours_side.items += len(conversation.turns)
-        peer_side.items += len(conversation.turns)
+        await _ingest_both(ours, peer, conversation, sides)
         # One untimed question each: first-call paths are not what a session pays per call.
         await find_ours(ours, "warm-up: who said it")
         await find_peer(peer, "warm-up: who said it")
-        finders = {
-            "ours": partial(find_ours, ours),
-            "peer": partial(find_peer, peer),
-        }
-        cpu_before = {"ours": cpu_seconds(ours.pid), "peer": cpu_seconds(peer.pid)}
-        asked = len(ours_side.latencies_ms)
+        finders = {"ours": partial(find_ours, ours), "peer": partial(find_peer, peer)}
+        pids = {"ours": ours.pid, "peer": peer.pid}
+        before = CpuSnapshot.take(pids)
+        asked = len(sides["ours"].latencies_ms)
         for n, question in enumerate(questions):
             order = ("ours", "peer") if (asked + n) % 2 == 0 else ("peer", "ours")
             for name in order:
                 ids, ms = await finders[name](question.text)
-                side = sides[name]
-                side.latencies_ms.append(ms)
-                side.recalls.append(
+                sides[name].latencies_ms.append(ms)
+                sides[name].recalls.append(
                     Recall(question.category, K, evidence_recall(question.evidence, ids[:K]))
                 )
-            load.append(os.getloadavg()[0])
+            watch.load.append(os.getloadavg()[0])
             tick()
-        ours_side.cpu_seconds += cpu_seconds(ours.pid) - cpu_before["ours"]
-        peer_side.cpu_seconds += cpu_seconds(peer.pid) - cpu_before["peer"]
+        phase = CpuSnapshot.take(pids) - before
+        watch.phases.append(phase)
+        for name, used in phase.servers.items():
+            sides[name].cpu_seconds += used
 
 
-async def _ask_all(plan: Plan, progress: Start | None) -> tuple[dict[str, Side], list[float]]:
+async def _ask_all(plan: Plan, progress: Start | None) -> tuple[dict[str, Side], Watch]:
     sides = {"ours": Side(), "peer": Side()}
-    load: list[float] = []
+    watch = Watch()
     total = sum(len(questions) for _, questions in plan.conversations)
     tick = progress(total) if progress is not None else (lambda: None)
     for index, (conversation, questions) in enumerate(plan.conversations):
-        await _run_conversation(index, conversation, questions, plan, sides, load, tick)
-    return sides, load
+        await _run_conversation(index, conversation, questions, plan, sides, watch, tick)
+    return sides, watch
 
 
 def side_results(side: Side, disk: int) -> dict[str, Any]:
@@ -244,7 +277,7 @@ def measure(
         say(f"vectors: {check.texts} texts the same both ways (max diff {check.max_abs_diff:.1e})")
         plan = Plan(asked, install, cache, work)
         load_before = os.getloadavg()
-        sides, load = anyio.run(_ask_all, plan, progress)
+        sides, watch = anyio.run(_ask_all, plan, progress)
         load_after = os.getloadavg()
         ours_disk = sum(disk_bytes(work / "ours" / f"c{i}" / "store") for i in range(len(asked)))
         peer_disk = disk_bytes(work / "peer")
@@ -257,13 +290,9 @@ def measure(
         sides,
         (ours_disk, peer_disk),
         {
-            "before": [round(x, 2) for x in load_before],
-            "after": [round(x, 2) for x in load_after],
-            "during_1m": {
-                "min": round(min(load), 2),
-                "median": round(statistics.median(load), 2),
-                "max": round(max(load), 2),
-            },
+            "load_before": [round(x, 2) for x in load_before],
+            "load_after": [round(x, 2) for x in load_after],
+            "during_questions": watch.summary(),
         },
     ) | {"wall_seconds": round(time.perf_counter() - wall, 1)}
 
@@ -276,7 +305,7 @@ def _results(
     model_dir: Path,
     sides: dict[str, Side],
     disk: tuple[int, int],
-    load: dict[str, Any],
+    machine: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "data": str(data),
@@ -294,11 +323,11 @@ def _results(
             "peer": {"name": f"{PACKAGE} {VERSION}", "venv": str(install.venv)}
             | side_results(sides["peer"], disk[1]),
         },
-        "machine": {"cpus": os.cpu_count(), "load": load},
+        "machine": {"cpus": os.cpu_count()} | machine,
         "notes": (
             "Both over MCP stdio with the official client, each its defaults: "
             "get_relevant_context(query) and qdrant-find(query). A fresh server pair per "
             "conversation; the order alternates from question to question. CPU per call: "
-            "the server process's user+system time over the questions / questions."
+            "the server's process tree's user+system time over the questions / questions."
         ),
     }

@@ -17,6 +17,7 @@ from mcp import StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 from numpy.typing import NDArray
 
+from benchmarks.peer.machine import CpuSnapshot, Machine, tree_cpu_seconds
 from benchmarks.peer.model_files import HF_REPO, ModelFilesError, check_vectors, lay_out_cache
 from benchmarks.peer.report import markdown
 from benchmarks.peer.run import Side, pick_questions, side_results
@@ -24,6 +25,7 @@ from benchmarks.peer.servers import peer_dia_ids, with_pid_file
 from benchmarks.peer.venv import VERSION, default_venv, installed_version
 from benchmarks.retrieval.locomo import Conversation, Question, Turn
 from benchmarks.retrieval.recall import Recall
+from benchmarks.serving import cpu_seconds
 from ralph_context.embeddings.local import LocalEmbedder
 from tests.test_cli import cli
 
@@ -236,10 +238,14 @@ def test_a_sides_row_has_recall_by_category_latency_and_cpu_per_call() -> None:
         "servers": {"ours": {"name": "us"} | row, "peer": {"name": "them"} | row},
         "machine": {
             "cpus": 2,
-            "load": {
-                "before": [1, 1, 1],
-                "after": [2, 1, 1],
-                "during_1m": {"min": 1, "median": 1.5, "max": 2},
+            "load_before": [1, 1, 1],
+            "load_after": [2, 1, 1],
+            "during_questions": {
+                "load_1m": {"min": 1, "median": 1.5, "max": 2},
+                "seconds": 9.0,
+                "busy_cores": 1.5,
+                "other_processes_cores": 0.25,
+                "steal_cores": 0.0,
             },
         },
         "notes": "n",
@@ -248,6 +254,38 @@ def test_a_sides_row_has_recall_by_category_latency_and_cpu_per_call() -> None:
     assert "| | us | them |" in table
     assert "| recall@10 (LoCoMo evidence) | 0.500 | 0.500 |" in table
     assert "| server CPU per call, ms | 10.0 | 10.0 |" in table
+    assert "1.5 cores busy on average, 0.25 of them other processes'" in table
+
+
+# Burns 0.2 s of CPU in a child it waits for, then waits for stdin: the parent's own time
+# is tiny, its tree's is not.
+_PARENT = """
+import subprocess, sys
+burn = "import time\\nt = time.process_time()\\nwhile time.process_time() - t < 0.2: pass"
+subprocess.run([sys.executable, "-c", burn], check=True)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_servers_cpu_counts_the_children_it_started() -> None:
+    with subprocess.Popen(
+        [sys.executable, "-c", _PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as parent:
+        assert parent.stdout is not None and parent.stdin is not None
+        assert parent.stdout.readline() == "ready\n"
+        assert tree_cpu_seconds(parent.pid) >= 0.2 > cpu_seconds(parent.pid)
+        parent.stdin.close()
+    with pytest.raises(OSError):
+        tree_cpu_seconds(parent.pid)
+
+
+def test_other_processes_cpu_is_the_machines_less_the_servers_and_the_client() -> None:
+    earlier = CpuSnapshot(1.0, {"ours": 1.0, "peer": 2.0}, 0.5, Machine(10.0, 0.0))
+    later = CpuSnapshot(3.0, {"ours": 1.5, "peer": 2.25}, 0.75, Machine(12.0, 0.5))
+    phase = later - earlier
+    assert (phase.at, phase.servers, phase.client) == (2.0, {"ours": 0.5, "peer": 0.25}, 0.25)
+    assert phase.others == 1.0 and phase.machine.steal == 0.5
 
 
 @pytest.mark.model
