@@ -12,6 +12,14 @@ from benchmarks.retrieval.locomo import CATEGORIES
 __all__ = ["markdown", "write_outputs"]
 
 
+def _first_second(side: dict[str, Any]) -> str:
+    latency = side["latency_ms"]
+    return " / ".join(
+        "-" if latency[key] is None else f"{latency[key]:.1f}"
+        for key in ("p50_asked_first", "p50_asked_second")
+    )
+
+
 def _category(category: int) -> Callable[[dict[str, Any]], float]:
     return lambda side: float(side["recall"]["10"].get(str(category), 0.0))
 
@@ -30,6 +38,7 @@ def _rows(ours: dict[str, Any], peer: dict[str, Any]) -> list[tuple[str, str, st
         both("latency p50, ms", lambda s: s["latency_ms"]["p50"], ".1f"),
         both("latency p99, ms", lambda s: s["latency_ms"]["p99"], ".1f"),
         both("latency mean, ms", lambda s: s["latency_ms"]["mean"], ".1f"),
+        both("  p50 asked first / second, ms", _first_second, "s"),
         both("server CPU per call, ms", lambda s: s["cpu_ms_per_call"], ".1f"),
         both("ingest, s", lambda s: s["ingest"]["seconds"], ".1f"),
         both("ingest, items/s", lambda s: s["ingest"]["items_per_second"], ".1f"),

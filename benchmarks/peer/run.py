@@ -15,11 +15,13 @@ conversation, a fresh server of each:
   said), each asked of both, which one first alternating from question to question, with
   each server's defaults (``get_relevant_context`` with ``query`` alone; ``qdrant-find``).
   Recall@10 is LoCoMo's evidence recall (``benchmarks/retrieval/recall.py``) over the first
-  ten answers; latency is the client's round trip; CPU is each server process's
-  user + system time over the questions (``/proc/<pid>/stat``), per call.
+  ten answers; latency is the client's round trip; CPU is each server's process tree's
+  user + system time over the questions (``machine.py``), per call.
 
-The machine's load average is recorded before, during and after: on a loaded machine CPU
-time turns into latency, and both servers pay it alike (alternating order).
+On a loaded machine CPU time turns into latency (both servers pay it alike: alternating
+order), so the run records the load average before, during and after, and over the
+questions the cores other processes used (the machine's busy time less the servers' and
+the client's).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any
 
 import anyio
 import numpy as np
+from numpy.typing import NDArray
 
 from benchmarks.peer.machine import CpuSnapshot
 from benchmarks.peer.model_files import VectorCheck, check_vectors, lay_out_cache, peer_model_env
@@ -67,6 +70,8 @@ class Side:
 
     recalls: list[Recall] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
+    # Whether each call was the question's first (the other server asked after it).
+    first: list[bool] = field(default_factory=list)
     cpu_seconds: float = 0.0
     ingest_seconds: float = 0.0
     ingest_calls: int = 0
@@ -187,6 +192,7 @@ async def _run_conversation(
             for name in order:
                 ids, ms = await finders[name](question.text)
                 sides[name].latencies_ms.append(ms)
+                sides[name].first.append(name == order[0])
                 sides[name].recalls.append(
                     Recall(question.category, K, evidence_recall(question.evidence, ids[:K]))
                 )
@@ -208,11 +214,16 @@ async def _ask_all(plan: Plan, progress: Start | None) -> tuple[dict[str, Side],
     return sides, watch
 
 
+def _p50(latencies: NDArray[np.float64]) -> float | None:
+    return round(float(np.percentile(latencies, 50)), 2) if len(latencies) else None
+
+
 def side_results(side: Side, disk: int) -> dict[str, Any]:
     """One server's row of ``results.json``: recall@10 (overall and by category), latency
     percentiles, CPU ms per call, ingest and ``disk`` bytes in MB."""
     calls = len(side.latencies_ms)
     latencies = np.asarray(side.latencies_ms)
+    first = np.asarray(side.first, dtype=bool)
     recall = summarize(side.recalls)
     return {
         "recall_at_10": round(recall[str(K)]["overall"], 3),
@@ -221,6 +232,10 @@ def side_results(side: Side, disk: int) -> dict[str, Any]:
             "p50": round(float(np.percentile(latencies, 50)), 2),
             "p99": round(float(np.percentile(latencies, 99)), 2),
             "mean": round(float(latencies.mean()), 2),
+            # The other server's work right before a call (threads still spinning, caches
+            # taken) shows as the gap between these two.
+            "p50_asked_first": _p50(latencies[first]),
+            "p50_asked_second": _p50(latencies[~first]),
         },
         "cpu_ms_per_call": round(side.cpu_seconds * 1000 / calls, 2),
         "ingest": {

@@ -217,7 +217,11 @@ def test_the_pid_file_names_the_server_process_itself(tmp_path: Path) -> None:
 
 
 def _side(recalls: Iterable[tuple[int, float]], latencies: list[float], cpu: float) -> Side:
-    side = Side(recalls=[Recall(c, 10, v) for c, v in recalls], latencies_ms=latencies)
+    side = Side(
+        recalls=[Recall(c, 10, v) for c, v in recalls],
+        latencies_ms=latencies,
+        first=[n % 2 == 0 for n in range(len(latencies))],
+    )
     side.cpu_seconds, side.ingest_seconds, side.ingest_calls, side.items = cpu, 2.0, 4, 10
     return side
 
@@ -227,6 +231,10 @@ def test_a_sides_row_has_recall_by_category_latency_and_cpu_per_call() -> None:
     assert row["recall_at_10"] == 0.5
     assert row["recall"]["10"] == {"overall": 0.5, "1": 0.5, "4": 0.5}
     assert row["latency_ms"]["p50"] == 20.0 and row["latency_ms"]["mean"] == 20.0
+    assert (row["latency_ms"]["p50_asked_first"], row["latency_ms"]["p50_asked_second"]) == (
+        20.0,
+        20.0,
+    )
     assert row["cpu_ms_per_call"] == 10.0
     assert row["ingest"] == {"items": 10, "calls": 4, "seconds": 2.0, "items_per_second": 5.0}
     assert row["disk_mb"] == 2.5
@@ -254,6 +262,7 @@ def test_a_sides_row_has_recall_by_category_latency_and_cpu_per_call() -> None:
     assert "| | us | them |" in table
     assert "| recall@10 (LoCoMo evidence) | 0.500 | 0.500 |" in table
     assert "| server CPU per call, ms | 10.0 | 10.0 |" in table
+    assert "|   p50 asked first / second, ms | 20.0 / 20.0 | 20.0 / 20.0 |" in table
     assert "1.5 cores busy on average, 0.25 of them other processes'" in table
 
 
