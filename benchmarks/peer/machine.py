@@ -9,13 +9,15 @@ its process tree's (the live processes' own time plus what their reaped children
 from __future__ import annotations
 
 import os
+import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchmarks.serving import cpu_seconds
 
-__all__ = ["CpuSnapshot", "Machine", "machine_cpu", "tree_cpu_seconds"]
+__all__ = ["CpuSnapshot", "Machine", "Watch", "machine_cpu", "tree_cpu_seconds"]
 
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -114,3 +116,33 @@ class CpuSnapshot:
         """The machine's busy seconds that neither server nor the client used (over a
         phase: what other processes took)."""
         return self.machine.busy - sum(self.servers.values()) - self.client
+
+
+@dataclass
+class Watch:
+    """The machine during the questions: 1-minute load samples (one a question) and each
+    conversation's CPU deltas (servers, client, machine)."""
+
+    load: list[float] = field(default_factory=list)
+    phases: list[CpuSnapshot] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """The samples' min/median/max and the phases' average cores (JSON-ready)."""
+        seconds = sum(phase.at for phase in self.phases)
+
+        def cores(value: float) -> float:
+            return round(value / seconds, 2)
+
+        return {
+            "load_1m": {
+                "min": round(min(self.load), 2),
+                "median": round(statistics.median(self.load), 2),
+                "max": round(max(self.load), 2),
+            },
+            "seconds": round(seconds, 1),
+            # Average cores in use: by the whole machine, by processes other than the two
+            # servers and the client, and stolen by the hypervisor.
+            "busy_cores": cores(sum(phase.machine.busy for phase in self.phases)),
+            "other_processes_cores": cores(sum(phase.others for phase in self.phases)),
+            "steal_cores": cores(sum(phase.machine.steal for phase in self.phases)),
+        }

@@ -27,10 +27,9 @@ the client's).
 from __future__ import annotations
 
 import os
-import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -41,12 +40,12 @@ import anyio
 import numpy as np
 from numpy.typing import NDArray
 
-from benchmarks.peer.machine import CpuSnapshot
+from benchmarks.peer.machine import CpuSnapshot, Watch
 from benchmarks.peer.model_files import VectorCheck, check_vectors, lay_out_cache, peer_model_env
 from benchmarks.peer.servers import Running, find_ours, find_peer, peer_params, start, store_peer
 from benchmarks.peer.venv import PACKAGE, VERSION, PeerInstall, ensure_venv
 from benchmarks.retrieval.locomo import Conversation, Question, load_conversations
-from benchmarks.retrieval.over_mcp import _ingest, server_params
+from benchmarks.retrieval.over_mcp import _ingest, _tail, server_params
 from benchmarks.retrieval.recall import Recall, evidence_recall, summarize
 from ralph_context import Settings, __version__
 from ralph_context.embeddings.local import load_embedder
@@ -62,6 +61,8 @@ _CHECK_TEXTS = 4
 
 Tick = Callable[[], None]
 Start = Callable[[int], Tick]
+# A server's search: the dia_ids it found, best first, and the call's milliseconds.
+Finder = Callable[[str], Awaitable[tuple[list[str], float]]]
 
 
 @dataclass
@@ -76,35 +77,6 @@ class Side:
     ingest_seconds: float = 0.0
     ingest_calls: int = 0
     items: int = 0
-
-
-@dataclass
-class Watch:
-    """The machine during the questions: 1-minute load samples (one a question) and each
-    conversation's CPU deltas (servers, client, machine)."""
-
-    load: list[float] = field(default_factory=list)
-    phases: list[CpuSnapshot] = field(default_factory=list)
-
-    def summary(self) -> dict[str, Any]:
-        seconds = sum(phase.at for phase in self.phases)
-
-        def cores(value: float) -> float:
-            return round(value / seconds, 2)
-
-        return {
-            "load_1m": {
-                "min": round(min(self.load), 2),
-                "median": round(statistics.median(self.load), 2),
-                "max": round(max(self.load), 2),
-            },
-            "seconds": round(seconds, 1),
-            # Average cores in use: by the whole machine, by processes other than the two
-            # servers and the client, and stolen by the hypervisor.
-            "busy_cores": cores(sum(phase.machine.busy for phase in self.phases)),
-            "other_processes_cores": cores(sum(phase.others for phase in self.phases)),
-            "steal_cores": cores(sum(phase.machine.steal for phase in self.phases)),
-        }
 
 
 @dataclass(frozen=True)
@@ -147,71 +119,90 @@ def _check_texts(conversations: list[Conversation]) -> list[str]:
     ]
 
 
-async def _ingest_both(
-    ours: Running, peer: Running, conversation: Conversation, sides: dict[str, Side]
-) -> None:
-    started = time.perf_counter()
-    await _ingest(ours.client, conversation, threads=True)
-    sides["ours"].ingest_seconds += time.perf_counter() - started
-    sides["ours"].ingest_calls += 2 * len({t.session for t in conversation.turns}) + 1
-    started = time.perf_counter()
-    for turn in conversation.turns:
-        await store_peer(peer, turn.text, {"dia_id": turn.dia_id, "session": turn.session})
-    sides["peer"].ingest_seconds += time.perf_counter() - started
-    sides["peer"].ingest_calls += len(conversation.turns)
-    for side in sides.values():
-        side.items += len(conversation.turns)
+@dataclass
+class _Run:
+    """The questions run: a fresh server pair per conversation, filled, then asked."""
 
+    plan: Plan
+    tick: Tick
+    sides: dict[str, Side] = field(default_factory=lambda: {"ours": Side(), "peer": Side()})
+    watch: Watch = field(default_factory=Watch)
 
-async def _run_conversation(
-    index: int,
-    conversation: Conversation,
-    questions: list[Question],
-    plan: Plan,
-    sides: dict[str, Side],
-    watch: Watch,
-    tick: Tick,
-) -> None:
-    logs = plan.work / "logs" / f"c{index}"
-    async with AsyncExitStack() as stack:
-        ours = await start(stack, "ours", server_params(plan.work / "ours" / f"c{index}"), logs)
-        peer_server = peer_params(
-            plan.install, plan.cache, plan.work / "peer", conversation.sample_id
-        )
-        peer = await start(stack, "peer", peer_server, logs)
-        await _ingest_both(ours, peer, conversation, sides)
-        # One untimed question each: first-call paths are not what a session pays per call.
-        await find_ours(ours, "warm-up: who said it")
-        await find_peer(peer, "warm-up: who said it")
-        finders = {"ours": partial(find_ours, ours), "peer": partial(find_peer, peer)}
-        pids = {"ours": ours.pid, "peer": peer.pid}
-        before = CpuSnapshot.take(pids)
-        asked = len(sides["ours"].latencies_ms)
-        for n, question in enumerate(questions):
-            order = ("ours", "peer") if (asked + n) % 2 == 0 else ("peer", "ours")
-            for name in order:
-                ids, ms = await finders[name](question.text)
-                sides[name].latencies_ms.append(ms)
-                sides[name].first.append(name == order[0])
-                sides[name].recalls.append(
-                    Recall(question.category, K, evidence_recall(question.evidence, ids[:K]))
-                )
-            watch.load.append(os.getloadavg()[0])
-            tick()
-        phase = CpuSnapshot.take(pids) - before
-        watch.phases.append(phase)
+    async def conversation(
+        self, index: int, conversation: Conversation, questions: list[Question]
+    ) -> None:
+        logs = self.plan.work / "logs" / f"c{index}"
+        try:
+            await self._serve(logs, index, conversation, questions)
+        except Exception as exc:
+            # The logs go with the temporary folder: their ends go with the error.
+            for name in ("ours", "peer"):
+                tail = _tail(logs / f"{name}.log")
+                exc.add_note(f"{name}'s log for {conversation.sample_id} ends:\n{tail}")
+            raise
+
+    async def _serve(
+        self, logs: Path, index: int, conversation: Conversation, questions: list[Question]
+    ) -> None:
+        plan = self.plan
+        async with AsyncExitStack() as stack:
+            ours_folder = plan.work / "ours" / f"c{index}"
+            ours = await start(stack, "ours", server_params(ours_folder), logs)
+            peer_server = peer_params(
+                plan.install, plan.cache, plan.work / "peer", conversation.sample_id
+            )
+            peer = await start(stack, "peer", peer_server, logs)
+            await self._ingest(ours, peer, conversation)
+            # One untimed question each: first-call paths are not what a session pays per
+            # call.
+            await find_ours(ours, "warm-up: who said it")
+            await find_peer(peer, "warm-up: who said it")
+            finders = {"ours": partial(find_ours, ours), "peer": partial(find_peer, peer)}
+            pids = {"ours": ours.pid, "peer": peer.pid}
+            before = CpuSnapshot.take(pids)
+            for question in questions:
+                await self._ask(finders, question)
+            phase = CpuSnapshot.take(pids) - before
+        self.watch.phases.append(phase)
         for name, used in phase.servers.items():
-            sides[name].cpu_seconds += used
+            self.sides[name].cpu_seconds += used
+
+    async def _ingest(self, ours: Running, peer: Running, conversation: Conversation) -> None:
+        turns = conversation.turns
+        started = time.perf_counter()
+        await _ingest(ours.client, conversation, threads=True)
+        self.sides["ours"].ingest_seconds += time.perf_counter() - started
+        self.sides["ours"].ingest_calls += 2 * len({turn.session for turn in turns}) + 1
+        started = time.perf_counter()
+        for turn in turns:
+            await store_peer(peer, turn.text, {"dia_id": turn.dia_id, "session": turn.session})
+        self.sides["peer"].ingest_seconds += time.perf_counter() - started
+        self.sides["peer"].ingest_calls += len(turns)
+        for side in self.sides.values():
+            side.items += len(turns)
+
+    async def _ask(self, finders: Mapping[str, Finder], question: Question) -> None:
+        """Both servers, the first alternating from one question to the next."""
+        asked = len(self.sides["ours"].latencies_ms)
+        order = ("ours", "peer") if asked % 2 == 0 else ("peer", "ours")
+        for name in order:
+            ids, ms = await finders[name](question.text)
+            side = self.sides[name]
+            side.latencies_ms.append(ms)
+            side.first.append(name == order[0])
+            side.recalls.append(
+                Recall(question.category, K, evidence_recall(question.evidence, ids[:K]))
+            )
+        self.watch.load.append(os.getloadavg()[0])
+        self.tick()
 
 
 async def _ask_all(plan: Plan, progress: Start | None) -> tuple[dict[str, Side], Watch]:
-    sides = {"ours": Side(), "peer": Side()}
-    watch = Watch()
     total = sum(len(questions) for _, questions in plan.conversations)
-    tick = progress(total) if progress is not None else (lambda: None)
+    run = _Run(plan, progress(total) if progress is not None else (lambda: None))
     for index, (conversation, questions) in enumerate(plan.conversations):
-        await _run_conversation(index, conversation, questions, plan, sides, watch, tick)
-    return sides, watch
+        await run.conversation(index, conversation, questions)
+    return run.sides, run.watch
 
 
 def _p50(latencies: NDArray[np.float64]) -> float | None:
