@@ -26,7 +26,11 @@ def _category(category: int) -> Callable[[dict[str, Any]], float]:
 
 def _rows(ours: dict[str, Any], peer: dict[str, Any]) -> list[tuple[str, str, str]]:
     def both(label: str, pick: Callable[[dict[str, Any]], Any], form: str) -> tuple[str, str, str]:
-        return label, format(pick(ours), form), format(pick(peer), form)
+        def cell(side: dict[str, Any]) -> str:
+            value = pick(side)
+            return "-" if value is None else format(value, form)
+
+        return label, cell(ours), cell(peer)
 
     rows = [
         both("recall@10 (LoCoMo evidence)", lambda s: s["recall_at_10"], ".3f"),
@@ -39,6 +43,8 @@ def _rows(ours: dict[str, Any], peer: dict[str, Any]) -> list[tuple[str, str, st
         both("latency p99, ms", lambda s: s["latency_ms"]["p99"], ".1f"),
         both("latency mean, ms", lambda s: s["latency_ms"]["mean"], ".1f"),
         both("  p50 asked first / second, ms", _first_second, "s"),
+        both("  engine's own time p50, ms", lambda s: s["engine_ms_p50"], ".1f"),
+        both("answer size p50, KB", lambda s: s["answer_kb_p50"], ".1f"),
         both("server CPU per call, ms", lambda s: s["cpu_ms_per_call"], ".1f"),
         both("ingest, s", lambda s: s["ingest"]["seconds"], ".1f"),
         both("ingest, items/s", lambda s: s["ingest"]["items_per_second"], ".1f"),
@@ -52,6 +58,7 @@ def _machine(results: dict[str, Any]) -> str:
     machine = results["machine"]
     during = machine["during_questions"]
     return (
+        f"Tiers that answered ours: {results['servers']['ours']['tiers']}. "
         f"Machine: {machine['cpus']} CPUs; load average (1/5/15 min) before "
         f"{'/'.join(map(str, machine['load_before']))}, after "
         f"{'/'.join(map(str, machine['load_after']))}. During the questions "

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -42,7 +43,15 @@ from numpy.typing import NDArray
 
 from benchmarks.peer.machine import CpuSnapshot, Watch
 from benchmarks.peer.model_files import VectorCheck, check_vectors, lay_out_cache, peer_model_env
-from benchmarks.peer.servers import Running, find_ours, find_peer, peer_params, start, store_peer
+from benchmarks.peer.servers import (
+    Found,
+    Running,
+    find_ours,
+    find_peer,
+    peer_params,
+    start,
+    store_peer,
+)
 from benchmarks.peer.venv import PACKAGE, VERSION, PeerInstall, ensure_venv
 from benchmarks.retrieval.locomo import Conversation, Question, load_conversations
 from benchmarks.retrieval.over_mcp import _ingest, _tail, server_params
@@ -61,8 +70,7 @@ _CHECK_TEXTS = 4
 
 Tick = Callable[[], None]
 Start = Callable[[int], Tick]
-# A server's search: the dia_ids it found, best first, and the call's milliseconds.
-Finder = Callable[[str], Awaitable[tuple[list[str], float]]]
+Finder = Callable[[str], Awaitable[Found]]
 
 
 @dataclass
@@ -73,10 +81,26 @@ class Side:
     latencies_ms: list[float] = field(default_factory=list)
     # Whether each call was the question's first (the other server asked after it).
     first: list[bool] = field(default_factory=list)
+    answer_bytes: list[int] = field(default_factory=list)
+    tiers: Counter[str] = field(default_factory=Counter)
+    engine_ms: list[float] = field(default_factory=list)
     cpu_seconds: float = 0.0
     ingest_seconds: float = 0.0
     ingest_calls: int = 0
     items: int = 0
+
+    def add(self, found: Found, question: Question, *, first: bool) -> None:
+        """One answer to ``question``: its recall@K, latency and the rest."""
+        self.recalls.append(
+            Recall(question.category, K, evidence_recall(question.evidence, found.ids[:K]))
+        )
+        self.latencies_ms.append(found.ms)
+        self.first.append(first)
+        self.answer_bytes.append(found.answer_bytes)
+        if found.tier is not None:
+            self.tiers[found.tier] += 1
+        if found.engine_ms is not None:
+            self.engine_ms.append(found.engine_ms)
 
 
 @dataclass(frozen=True)
@@ -186,13 +210,8 @@ class _Run:
         asked = len(self.sides["ours"].latencies_ms)
         order = ("ours", "peer") if asked % 2 == 0 else ("peer", "ours")
         for name in order:
-            ids, ms = await finders[name](question.text)
-            side = self.sides[name]
-            side.latencies_ms.append(ms)
-            side.first.append(name == order[0])
-            side.recalls.append(
-                Recall(question.category, K, evidence_recall(question.evidence, ids[:K]))
-            )
+            found = await finders[name](question.text)
+            self.sides[name].add(found, question, first=name == order[0])
         self.watch.load.append(os.getloadavg()[0])
         self.tick()
 
@@ -229,6 +248,11 @@ def side_results(side: Side, disk: int) -> dict[str, Any]:
             "p50_asked_second": _p50(latencies[~first]),
         },
         "cpu_ms_per_call": round(side.cpu_seconds * 1000 / calls, 2),
+        "answer_kb_p50": round(float(np.percentile(side.answer_bytes, 50)) / 1000, 1),
+        # Ours only: the tiers that answered (semantic unless degraded) and the engine's
+        # own time inside the round trip.
+        "tiers": dict(side.tiers),
+        "engine_ms_p50": _p50(np.asarray(side.engine_ms)),
         "ingest": {
             "items": side.items,
             "calls": side.ingest_calls,

@@ -34,6 +34,7 @@ from benchmarks.peer.venv import PeerInstall
 from benchmarks.retrieval.over_mcp import CALL_TIMEOUT, ToolFailed
 
 __all__ = [
+    "Found",
     "Running",
     "call",
     "find_ours",
@@ -124,22 +125,41 @@ async def store_peer(server: Running, text: str, metadata: dict[str, Any]) -> No
     await call(server, "qdrant-store", {"information": text, "metadata": metadata})
 
 
-async def find_ours(server: Running, query: str) -> tuple[list[str], float]:
-    """``get_relevant_context`` with ``query`` alone: the dia_ids found, best first, and
-    the call's milliseconds as the client sees them."""
+@dataclass(frozen=True)
+class Found:
+    """One search as the client saw it: the dia_ids found (best first), the round trip's
+    milliseconds and the answer's size as JSON; for ours also the tier that served it and
+    the engine's own time (query embedding + search: what is not MCP, JSON and stdio)."""
+
+    ids: list[str]
+    ms: float
+    answer_bytes: int
+    tier: str | None = None
+    engine_ms: float | None = None
+
+
+async def find_ours(server: Running, query: str) -> Found:
+    """``get_relevant_context`` with ``query`` alone."""
     started = time.perf_counter()
     answer = await call(server, "get_relevant_context", {"query": query})
     elapsed = (time.perf_counter() - started) * 1000
-    items = (answer.structured_content or {}).get("items", [])
-    return [str(hit["item"]["metadata"].get("dia_id")) for hit in items], elapsed
+    content = answer.structured_content or {}
+    stats = content.get("stats", {})
+    return Found(
+        [str(hit["item"]["metadata"].get("dia_id")) for hit in content.get("items", [])],
+        elapsed,
+        len(answer.model_dump_json()),
+        stats.get("tier"),
+        stats.get("query_embedding_time_ms", 0.0) + stats.get("search_time_ms", 0.0),
+    )
 
 
-async def find_peer(server: Running, query: str) -> tuple[list[str], float]:
-    """``qdrant-find`` with ``query``: the dia_ids found, best first, and the milliseconds."""
+async def find_peer(server: Running, query: str) -> Found:
+    """``qdrant-find`` with ``query``."""
     started = time.perf_counter()
     answer = await call(server, "qdrant-find", {"query": query})
     elapsed = (time.perf_counter() - started) * 1000
-    return peer_dia_ids(answer), elapsed
+    return Found(peer_dia_ids(answer), elapsed, len(answer.model_dump_json()))
 
 
 def peer_dia_ids(answer: CallToolResult) -> list[str]:

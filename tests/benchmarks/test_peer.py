@@ -221,6 +221,8 @@ def _side(recalls: Iterable[tuple[int, float]], latencies: list[float], cpu: flo
         recalls=[Recall(c, 10, v) for c, v in recalls],
         latencies_ms=latencies,
         first=[n % 2 == 0 for n in range(len(latencies))],
+        answer_bytes=[1500] * len(latencies),
+        engine_ms=[5.0] * len(latencies),
     )
     side.cpu_seconds, side.ingest_seconds, side.ingest_calls, side.items = cpu, 2.0, 4, 10
     return side
@@ -238,12 +240,16 @@ def test_a_sides_row_has_recall_by_category_latency_and_cpu_per_call() -> None:
     assert row["cpu_ms_per_call"] == 10.0
     assert row["ingest"] == {"items": 10, "calls": 4, "seconds": 2.0, "items_per_second": 5.0}
     assert row["disk_mb"] == 2.5
+    assert (row["answer_kb_p50"], row["engine_ms_p50"]) == (1.5, 5.0)
     results = {
         "questions": 3,
         "categories": [1, 2, 3, 4],
         "conversations": ["a"],
         "model": {"id": "m", "vectors_checked": 16, "max_abs_diff": 0.0},
-        "servers": {"ours": {"name": "us"} | row, "peer": {"name": "them"} | row},
+        "servers": {
+            "ours": {"name": "us"} | row,
+            "peer": {"name": "them"} | row | {"engine_ms_p50": None},
+        },
         "machine": {
             "cpus": 2,
             "load_before": [1, 1, 1],
@@ -263,6 +269,7 @@ def test_a_sides_row_has_recall_by_category_latency_and_cpu_per_call() -> None:
     assert "| recall@10 (LoCoMo evidence) | 0.500 | 0.500 |" in table
     assert "| server CPU per call, ms | 10.0 | 10.0 |" in table
     assert "|   p50 asked first / second, ms | 20.0 / 20.0 | 20.0 / 20.0 |" in table
+    assert "|   engine's own time p50, ms | 5.0 | - |" in table
     assert "1.5 cores busy on average, 0.25 of them other processes'" in table
 
 
