@@ -388,3 +388,56 @@ def console(
         raise fail(_NO_BENCHMARKS) from None
     results = measure(data, items=items, iterations=iterations, requests=requests)
     report(results, out, write_outputs, markdown)
+
+
+@bench_app.command("peer")
+def peer(
+    data: Annotated[
+        Path | None,
+        typer.Option(help="LoCoMo JSON (its turns fill both servers, its questions are asked)."),
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder for results.json and results.md.")] = Path(
+        "benchmarks/peer/results"
+    ),
+    questions: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Ask only N questions, taken in turn from each conversation (smoke run)."
+        ),
+    ] = None,
+    peer_venv: Annotated[
+        Path | None,
+        typer.Option(
+            help="The peer's venv: made and mcp-server-qdrant 0.8.1 installed from the package "
+            "index if missing, reused if present (default: ~/.cache/ralph-context/peer-venv)."
+        ),
+    ] = None,
+    log_level: LogOption = None,
+) -> None:
+    """Side by side with mcp-server-qdrant 0.8.1 over MCP stdio, both on our model files
+    (vectors checked identical): LoCoMo recall@10, p50/p99 per call, server CPU per call,
+    ingest time and disk, with the machine's load."""
+    start_logging(log_level)
+    if data is None:
+        raise fail(_LOCOMO_HINT.replace("bench retrieval", "bench peer"))
+    try:
+        from benchmarks.peer.model_files import ModelFilesError
+        from benchmarks.peer.report import markdown, write_outputs
+        from benchmarks.peer.run import measure
+        from benchmarks.peer.venv import PeerInstallError, default_venv
+        from benchmarks.retrieval.locomo import LocomoFormatError
+        from benchmarks.retrieval.over_mcp import ToolFailed
+    except ImportError:
+        raise fail(_NO_BENCHMARKS) from None
+    with progress_bar("questions") as start:
+        try:
+            results = measure(
+                data,
+                questions=questions,
+                venv=peer_venv or default_venv(),
+                progress=start,
+                say=lambda line: err.print(line, markup=False, highlight=False),
+            )
+        except (LocomoFormatError, PeerInstallError, ModelFilesError, ToolFailed) as exc:
+            raise fail(str(exc)) from None
+    report(results, out, write_outputs, markdown)
