@@ -54,7 +54,7 @@ from benchmarks.peer.servers import (
 )
 from benchmarks.peer.venv import PACKAGE, VERSION, PeerInstall, ensure_venv
 from benchmarks.retrieval.locomo import Conversation, Question, load_conversations
-from benchmarks.retrieval.over_mcp import _ingest, _tail, server_params
+from benchmarks.retrieval.over_mcp import ingest, log_tail, server_params
 from benchmarks.retrieval.recall import Recall, evidence_recall, summarize
 from ralph_context import Settings, __version__
 from ralph_context.embeddings.local import load_embedder
@@ -161,7 +161,7 @@ class _Run:
         except Exception as exc:
             # The logs go with the temporary folder: their ends go with the error.
             for name in ("ours", "peer"):
-                tail = _tail(logs / f"{name}.log")
+                tail = log_tail(logs / f"{name}.log")
                 exc.add_note(f"{name}'s log for {conversation.sample_id} ends:\n{tail}")
             raise
 
@@ -194,7 +194,7 @@ class _Run:
     async def _ingest(self, ours: Running, peer: Running, conversation: Conversation) -> None:
         turns = conversation.turns
         started = time.perf_counter()
-        await _ingest(ours.client, conversation, threads=True)
+        await ingest(ours.client, conversation, threads=True)
         self.sides["ours"].ingest_seconds += time.perf_counter() - started
         self.sides["ours"].ingest_calls += 2 * len({turn.session for turn in turns}) + 1
         started = time.perf_counter()

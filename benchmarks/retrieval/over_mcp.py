@@ -125,7 +125,7 @@ def _entries(turns: Sequence[Turn], thread: str | None) -> list[dict[str, Any]]:
     return entries
 
 
-async def _ingest(client: mcp.Client, conversation: Conversation, *, threads: bool) -> None:
+async def ingest(client: mcp.Client, conversation: Conversation, *, threads: bool) -> None:
     sessions: dict[int, list[Turn]] = defaultdict(list)
     for turn in conversation.turns:
         sessions[turn.session].append(turn)
@@ -156,13 +156,13 @@ async def _conversation(
             transport = stdio_client(params, errlog=log)
             async with mcp.Client(transport, read_timeout_seconds=CALL_TIMEOUT) as client:
                 started = time.perf_counter()
-                await _ingest(client, conversation, threads=threads)
+                await ingest(client, conversation, threads=threads)
                 run.ingest_seconds = time.perf_counter() - started
                 for question in conversation.questions[:questions]:
                     for k in KS:
                         await _ask(client, question, k, run)
         except Exception as exc:
-            exc.add_note(f"{conversation.sample_id}'s server log ends:\n{_tail(log_path)}")
+            exc.add_note(f"{conversation.sample_id}'s server log ends:\n{log_tail(log_path)}")
             raise
     return run
 
@@ -177,7 +177,7 @@ async def _ask(client: mcp.Client, question: Question, k: int, run: _Run) -> Non
     )
 
 
-def _tail(path: Path, lines: int = 20) -> str:
+def log_tail(path: Path, lines: int = 20) -> str:
     try:
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
     except OSError as exc:
