@@ -91,6 +91,17 @@ async def over_stdio(config: Path, questions: list[str]) -> list[float]:
         return await time_queries(client, questions)
 
 
+def process_rss_mb(pid: int) -> float:
+    """Resident memory of process ``pid`` now, in MB (Linux; 0.0 where unreadable)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return 0.0
+
+
 def start_http(config: Path) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``serve --transport http`` and wait until it answers."""
     port = free_port()
@@ -118,8 +129,10 @@ async def over_http(config: Path, questions: list[str]) -> list[float]:
 
 async def clients_over_http(
     config: Path, questions: list[str], clients: int = 8
-) -> tuple[list[float], list[float]]:
-    """One server: ``questions`` from one client, then spread over ``clients`` at once."""
+) -> tuple[list[float], list[float], float]:
+    """One server: ``questions`` from one client, then spread over ``clients`` at once;
+    and the server process's own resident memory (MB) after both (issue 41's
+    ``server_rss_mb``: what a user's long-running server holds, its upkeep worker aside)."""
     process, url = await anyio.to_thread.run_sync(start_http, config)
     try:
         async with mcp.Client(url) as client:
@@ -133,7 +146,7 @@ async def clients_over_http(
         async with anyio.create_task_group() as group:
             for n in range(clients):
                 group.start_soon(one, questions[n::clients])
-        return single, together
+        return single, together, process_rss_mb(process.pid)
     finally:
         process.terminate()
         await anyio.to_thread.run_sync(lambda: process.wait(timeout=60))

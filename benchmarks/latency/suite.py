@@ -40,6 +40,7 @@ from benchmarks.latency.mcp_latency import (
     clients_over_http,
     ingest_over_stdio,
     over_stdio,
+    process_rss_mb,
     write_config,
 )
 from benchmarks.latency.run import Corpus, load_corpus, load_store
@@ -70,13 +71,9 @@ def stats(values: Sequence[float]) -> dict[str, float]:
 
 def rss_mb() -> float:
     """Resident memory of this process now (Linux), else its peak."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        pass
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return process_rss_mb(os.getpid()) or round(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+    )
 
 
 def floor(store: Path, embedder: LocalEmbedder, questions: list[str]) -> dict[str, Any]:
@@ -107,16 +104,20 @@ def floor(store: Path, embedder: LocalEmbedder, questions: list[str]) -> dict[st
 async def engine_search(
     store: Path, embedder: LocalEmbedder, questions: list[str]
 ) -> tuple[dict[str, Any], float]:
+    """``Engine.search`` per question (wall), with ``cpu_ms``: this process's CPU time over
+    the searches (every thread: the model's, LanceDB's, ours) per search; and the RSS."""
     settings = store_settings(store, lifecycle={"auto_run": False}, skillbook={"enabled": False})
     async with Engine(settings, model_loader=lambda _s: embedder) as engine:
         for n in range(10):  # warm-up, with queries not timed below (no cache hits)
             await engine.search(f"warm-up {n}: what did they plan")
         latencies = []
+        cpu_started = time.process_time()
         for question in questions:
             started = time.perf_counter()
             await engine.search(question)
             latencies.append((time.perf_counter() - started) * 1000)
-        return stats(latencies), rss_mb()
+        cpu_ms = (time.process_time() - cpu_started) * 1000 / max(len(questions), 1)
+        return {**stats(latencies), "cpu_ms": round(cpu_ms, 2)}, rss_mb()
 
 
 async def one_size(
@@ -163,7 +164,7 @@ async def one_size(
     config = write_config(store)
     run["stdio"] = stats(await over_stdio(config, questions))
     tick()
-    single, eight = await clients_over_http(config, questions)
+    single, eight, run["server_rss_mb"] = await clients_over_http(config, questions)
     run["http"], run["http8"] = stats(single), stats(eight)
     run["agent_hook"] = await anyio.to_thread.run_sync(
         agent_hooks, config, work / f"agent-{size}", questions[:50]
@@ -288,8 +289,8 @@ def markdown(results: dict[str, Any]) -> str:
     lines = [
         "| items | floor p50 | engine p50/p99 | stdio p50/p99 | http p50/p99 | "
         "8 http clients p50/p99 | hook p50/p99 | hook in loop p50/p99 (store p50/p99) "
-        "| store MB | RSS MB |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| store MB | RSS MB | server RSS MB | CPU ms/search |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for run in results["runs"]:
 
@@ -301,7 +302,8 @@ def markdown(results: dict[str, Any]) -> str:
             f"| {run['items']:,} | {run['floor']['sum']['p50_ms']:.1f} | {pair(run['engine'])} | "
             f"{pair(run['stdio'])} | {pair(run['http'])} | {pair(run['http8'])} | "
             f"{pair(run['hook'])} | {pair(loop['retrieval'])} ({pair(loop['store'])}) | "
-            f"{run['store_mb']} | {run['rss_mb']} |"
+            f"{run['store_mb']} | {run['rss_mb']} | {run['server_rss_mb']} | "
+            f"{run['engine']['cpu_ms']} |"
         )
     ingest_rates = results["ingest"]
     lines += [

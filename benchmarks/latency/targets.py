@@ -20,6 +20,10 @@ TARGETS: dict[str, float | str] = {
     "loop_store_p99_100k": 100,
     "loop_store_p99_1m": 250,
     "store_mb_100k": 400,
+    # Issue 41: the HTTP server's own RSS after its phases, and CPU per Engine.search.
+    "server_rss_mb_100k": 700,
+    "server_rss_mb_1m": 2000,
+    "cpu_ms_per_search_100k": 12,
 }
 
 
@@ -50,5 +54,8 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, float | None]:
         "loop_store_p99_100k": None if at is None else at["hook_loop"]["store"]["p99_ms"],
         "loop_store_p99_1m": None if million is None else million["hook_loop"]["store"]["p99_ms"],
         "store_mb_100k": None if at is None else at["store_mb"],
+        "server_rss_mb_100k": None if at is None else at.get("server_rss_mb"),
+        "server_rss_mb_1m": None if million is None else million.get("server_rss_mb"),
+        "cpu_ms_per_search_100k": None if at is None else at["engine"].get("cpu_ms"),
         "rss_mb_100k": None if at is None else at["rss_mb"],
     }

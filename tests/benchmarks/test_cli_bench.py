@@ -100,6 +100,9 @@ def test_bench_latency_measures_every_face_and_writes_its_files(tmp_path: Path) 
         "loop_store_p99_1m",
         "store_mb_100k",
         "rss_mb_100k",
+        "server_rss_mb_100k",
+        "server_rss_mb_1m",
+        "cpu_ms_per_search_100k",
     }
     assert all(value is None for value in results["summary"].values())  # no 100k store here
     (run,) = results["runs"]
@@ -107,6 +110,8 @@ def test_bench_latency_measures_every_face_and_writes_its_files(tmp_path: Path) 
     for face in ("engine", "stdio", "http", "http8", "hook"):
         assert run[face]["n"] >= 5 and 0 < run[face]["p50_ms"] <= run[face]["p99_ms"], face
     assert run["hook_loop"]["retrieval"]["n"] == 10 and run["hook_loop"]["store"]["n"] == 10
+    # CPU per search: the model's and LanceDB's threads count too, so more than nothing.
+    assert run["engine"]["cpu_ms"] > 0 and run["server_rss_mb"] > 100  # the model alone
     # Claude Code's hook, a process per call: answered with context from the server; the
     # fail-open paths end at the hook's own deadline.
     hooks = run["agent_hook"]
