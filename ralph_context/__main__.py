@@ -18,6 +18,11 @@ _AGENT_HOOKS = ("claude", "codex")
 def main() -> None:
     """Console-script entry point."""
     args = sys.argv[1:]
+    if not (len(args) == 2 and args[0] == "hook"):
+        # Before any thread starts (a hook process is short-lived and stays lean as it is).
+        from ralph_context.runtime.heap import limit_malloc_arenas
+
+        limit_malloc_arenas()
     if len(args) == 2 and args[0] == "hook" and args[1] in _AGENT_HOOKS:
         try:
             from ralph_context.agents.hook import main as agent_hook

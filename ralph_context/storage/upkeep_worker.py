@@ -34,6 +34,7 @@ from typing import IO, Any
 
 import structlog
 
+from ralph_context.runtime.heap import limit_malloc_arenas
 from ralph_context.storage.private import keep_private
 
 __all__ = [
@@ -273,6 +274,7 @@ def main() -> None:
     ended, however it ended)."""
     if hasattr(os, "nice"):
         os.nice(NICENESS)
+    limit_malloc_arenas()
     # The files it writes (compacted data, indexes) are the store's: owner-only.
     keep_private()
     # Before the first request, so that its answer does not wait for the import.
