@@ -226,6 +226,8 @@ async def writes_phase(
         "timed": timed,
         "acknowledged": len(acknowledged),
         "errors": len(errors),
+        # What the refused writes said (a timeout under load, a conflict given up on).
+        "error_samples": sorted(set(errors))[:5],
         "items_per_s": round(timed / elapsed, 1),
         "write_ms": stats(latencies),
         "requests_per_write": made,
