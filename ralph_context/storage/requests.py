@@ -42,6 +42,7 @@ __all__ = [
     "REQUEST_KEYS",
     "Claim",
     "RequestLog",
+    "claim_name",
     "item_fingerprint",
     "iteration_fingerprint",
     "request_keys_schema",
@@ -142,7 +143,7 @@ class RequestLog:
         known = self._claims.get(key)
         if known is not None or self.claims is None:
             return known
-        found = self.claims.read(_claim(key))
+        found = self.claims.read(claim_name(key))
         if found is None:
             return None
         self._claims[key] = _decoded(found[0])
@@ -176,8 +177,8 @@ class RequestLog:
         claims = []
         for key, target, fingerprint in entries:
             claim = Claim(target, fingerprint)
-            if self.claims.write(_claim(key), _encoded(claim), replacing="") is None:
-                found = self.claims.read(_claim(key))
+            if self.claims.write(claim_name(key), _encoded(claim), replacing="") is None:
+                found = self.claims.read(claim_name(key))
                 claim = _decoded(found[0]) if found is not None else claim
             self._claims[key] = claim
             claims.append(claim)
@@ -193,7 +194,7 @@ class RequestLog:
         self.claim(key, target, fingerprint).target_for(key, fingerprint)
 
 
-def _claim(key: str) -> str:
+def claim_name(key: str) -> str:
     """The object of ``key``'s claim: keys are the client's text, names must be safe."""
     return f"{CLAIMS}/{hashlib.sha256(key.encode('utf-8')).hexdigest()}"
 
