@@ -247,7 +247,8 @@ async def check_call(
         if exc.error.code in (PARSE_ERROR, INVALID_REQUEST) and exc.error.message.strip():
             outcome.refused += 1
         else:
-            outcome.crashes.append(f"{name} {shown}: JSON-RPC error {exc.error.code}: {exc}")
+            error = f"JSON-RPC error {exc.error.code}: {exc.error.message[:200]}"
+            outcome.crashes.append(f"{name} {shown}: {error}")
         return
     if waited.cancelled_caught:
         outcome.crashes.append(f"{name} {shown}: no answer within {ANSWER_WITHIN} s")

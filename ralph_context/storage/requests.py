@@ -127,27 +127,36 @@ class RequestLog:
         # key, and a lookup is one GET (the table, one fragment per keyed write, cost a GET
         # per fragment: 80 a lookup after 160 writes).
         self.claims = claims
-        self._claims: dict[str, Claim] = {}
+        self._known: dict[str, Claim] = {}
         if table is not None and table.count_rows():
             columns = [c for c in ("key", "target", _FINGERPRINT) if c in table.schema.names]
-            rows = table.search().select(columns).limit(None).to_arrow().to_pylist()
-            self._claims = {row["key"]: Claim(row["target"], row.get(_FINGERPRINT)) for row in rows}
+            rows = table.search().select(columns).limit(None).to_arrow()
+            keys, targets = rows.column("key").to_pylist(), rows.column("target").to_pylist()
+            prints = (
+                rows.column(_FINGERPRINT).to_pylist()
+                if _FINGERPRINT in columns
+                else [None] * len(keys)  # a table from before fingerprints
+            )
+            self._known = {
+                key: Claim(target, fingerprint)
+                for key, target, fingerprint in zip(keys, targets, prints, strict=True)
+            }
 
     def get(self, key: str) -> Claim | None:
         """What the first write with ``key`` produced, if there was one."""
-        return self._claims.get(key)
+        return self._known.get(key)
 
     def find(self, key: str) -> Claim | None:
         """:meth:`get`, then, on a store replicas share, the key's claim: a client whose
         write timed out on one replica retries on another, which must find the first's."""
-        known = self._claims.get(key)
+        known = self._known.get(key)
         if known is not None or self.claims is None:
             return known
         found = self.claims.read(claim_name(key))
         if found is None:
             return None
-        self._claims[key] = _decoded(found[0])
-        return self._claims[key]
+        self._known[key] = _decoded(found[0])
+        return self._known[key]
 
     def claim(self, key: str, target: str, fingerprint: str | None = None) -> Claim:
         """Record ``key -> target`` unless a write with ``key`` came first (on another
@@ -172,7 +181,7 @@ class RequestLog:
             ]
             self.table.add(pa.Table.from_pylist(rows, schema=request_keys_schema()))
             made = {key: Claim(target, fingerprint) for key, target, fingerprint in entries}
-            self._claims.update(made)
+            self._known.update(made)
             return list(made.values())
         claims = []
         for key, target, fingerprint in entries:
@@ -180,7 +189,7 @@ class RequestLog:
             if self.claims.write(claim_name(key), _encoded(claim), replacing="") is None:
                 found = self.claims.read(claim_name(key))
                 claim = _decoded(found[0]) if found is not None else claim
-            self._claims[key] = claim
+            self._known[key] = claim
             claims.append(claim)
         return claims
 
