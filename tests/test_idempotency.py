@@ -115,7 +115,7 @@ async def test_a_key_used_again_with_other_arguments_is_refused_and_stores_nothi
             with pytest.raises(
                 IdempotencyConflict, match=r"^idempotency_key 'k' was used for a different request"
             ):
-                await engine.store(context_type="file", idempotency_key="k", **arguments)
+                await engine.store(content_type="file", idempotency_key="k", **arguments)
         again = await engine.store("the lockfile pins uv 0.5", "file", idempotency_key="k")
         stats = await engine.stats()
     assert again.id == first.id

@@ -59,6 +59,16 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 _MARK = re.compile(r'["{}\[\],]')
 # Decodes one JSON scalar where asked (a string is not recursive; neither is a number).
 _SCALAR = json.JSONDecoder(strict=False)
+# The parser's words for what issue 42 found unanswered, and what they mean to a person.
+_SURROGATE = (
+    "a lone UTF-16 surrogate (\\ud800-\\udfff) is not text: send the character itself, or "
+    "both halves of its pair"
+)
+_HINTS = {
+    "surrogate": _SURROGATE,
+    "hex escape": _SURROGATE,
+    "recursion limit": "nested deeper than the parser takes (about 200 levels, as over HTTP)",
+}
 
 
 async def serve_stdio(server: MCPServer) -> None:
@@ -164,7 +174,10 @@ def refusal(line: bytes, *, cut: bool = False) -> JSONRPCError | None:
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         if first["type"] == "json_invalid":
-            return _error(text, PARSE_ERROR, f"Parse error: {first['msg']}")
+            said = first["msg"]
+            hint = next((h for words, h in _HINTS.items() if words in said), None)
+            said += f" ({hint})" if hint else ""
+            return _error(text, PARSE_ERROR, f"Parse error: {said}")
         where = ".".join(str(part) for part in first["loc"]) or "message"
         problem = f"not a JSON-RPC 2.0 message ({where}: {first['msg']})"
         return _error(text, INVALID_REQUEST, f"Invalid request: {problem}")
@@ -200,7 +213,7 @@ def request_id(text: str) -> RequestId | None:
                     return None
                 value, _ = _SCALAR.raw_decode(text, at)
                 if isinstance(value, str) or type(value) is int:
-                    return cast(RequestId, value)
+                    return value
                 return None
             at = _blank(text, _skip_value(text, at))
             if not text.startswith(",", at):
