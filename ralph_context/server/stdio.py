@@ -176,7 +176,7 @@ def refusal(line: bytes, *, cut: bool = False) -> JSONRPCError | None:
         if first["type"] == "json_invalid":
             said = first["msg"]
             hint = next((h for words, h in _HINTS.items() if words in said), None)
-            said += f" ({hint})" if hint else ""
+            said += f"; {hint}" if hint else ""
             return _error(text, PARSE_ERROR, f"Parse error: {said}")
         where = ".".join(str(part) for part in first["loc"]) or "message"
         problem = f"not a JSON-RPC 2.0 message ({where}: {first['msg']})"

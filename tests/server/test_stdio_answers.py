@@ -6,6 +6,7 @@ in raw lines: the SDK's client cannot even send most of these."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import subprocess
@@ -43,7 +44,8 @@ class Wire:
         )
         self.process.log = log
         self._lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -70,6 +72,16 @@ class Wire:
             if "id" in message and message["id"] == wanted and "method" not in message:
                 return message
 
+    def close(self) -> str:
+        """Close the server's stdin (it exits, as at a client's end), then stop it; its
+        stderr."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=ANSWER_WITHIN)
+        self._reader.join(timeout=ANSWER_WITHIN)  # stdout at its end: no reader left
+        return self.process.stop()
+
     def still_serves(self) -> None:
         """A ping after a refusal is answered: the connection went on."""
         self.send('{"jsonrpc": "2.0", "id": "ping", "method": "ping"}')
@@ -91,7 +103,7 @@ def wire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wire]:
         talk.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
         yield talk
     finally:
-        talk.process.stop()
+        talk.close()
 
 
 def _call(request: int | str, arguments: str, *, id_last: bool = False) -> str:
