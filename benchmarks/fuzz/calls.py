@@ -29,13 +29,14 @@ from hypothesis import strategies as st
 from mcp import MCPError
 from mcp.types import INVALID_REQUEST, PARSE_ERROR, TextContent
 
-from benchmarks.fuzz.wire import json_text
+from benchmarks.fuzz.wire import JsonStdio, json_text
 
 __all__ = [
     "SENTINELS",
     "Outcome",
     "arguments_for",
     "check_call",
+    "check_raw_call",
     "sentinel_state",
     "unparseable_calls",
 ]
@@ -120,11 +121,12 @@ def _deep(levels: int) -> Any:
 
 
 # Our own limit is 8 levels of metadata, the JSON parser's ~200 (past it the request is
-# answered with a parse error, as over HTTP): 8-150 probes every layer between, 1,000 the
-# parser's refusal.
-_DEPTHS = st.one_of(st.integers(min_value=8, max_value=150), st.just(1_000))
+# answered with a parse error, as over HTTP): 8-150 probes every layer between. Deeper is
+# for unparseable_calls: hypothesis pretty-prints each value it draws, recursively.
 _hostile = st.one_of(
-    _hostile, st.builds(_deep, _DEPTHS), st.sampled_from(_UNPARSEABLE).map(lambda s: [s])
+    _hostile,
+    st.builds(_deep, st.integers(min_value=8, max_value=150)),
+    st.sampled_from(_UNPARSEABLE).map(lambda s: [s]),
 )
 
 
@@ -281,9 +283,33 @@ async def sentinel_state(client: mcp.Client, ids: list[str]) -> list[dict[str, A
     return state
 
 
+async def check_raw_call(
+    wire: JsonStdio, name: str, arguments: dict[str, Any], outcome: Outcome
+) -> None:
+    """One call written past the client's session (:meth:`JsonStdio.call_raw`: its session
+    cannot nest 1,000 levels), judged as :func:`check_call` judges."""
+    outcome.calls += 1
+    request = f"raw-{outcome.calls}"
+    call = {"name": name, "arguments": arguments}
+    message = {"jsonrpc": "2.0", "id": request, "method": "tools/call", "params": call}
+    answer = await wire.call_raw(message, ANSWER_WITHIN)
+    shown = json_text(arguments)[:300]
+    if answer is None:
+        outcome.crashes.append(f"{name} {shown}: no answer within {ANSWER_WITHIN} s")
+        return
+    error = answer.get("error") or {}
+    if error.get("code") in (PARSE_ERROR, INVALID_REQUEST) and str(error.get("message")).strip():
+        outcome.refused += 1
+    elif "result" in answer:
+        outcome.tool_errors += bool(answer["result"].get("isError"))
+        outcome.results += not answer["result"].get("isError")
+    else:
+        outcome.crashes.append(f"{name} {shown}: {json.dumps(answer)[:200]}")
+
+
 def unparseable_calls(tools: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """For every tool, a call with a lone surrogate and one nested 1,000 levels: whatever
-    else a run draws, these are in it."""
+    else a run draws, these are in it (sent with :func:`check_raw_call`)."""
     calls: list[tuple[str, dict[str, Any]]] = []
     for name in tools:
         calls += [(name, {"bogus": text}) for text in _UNPARSEABLE[:1]]

@@ -36,10 +36,11 @@ from benchmarks.fuzz.calls import (
     Outcome,
     arguments_for,
     check_call,
+    check_raw_call,
     sentinel_state,
     unparseable_calls,
 )
-from benchmarks.fuzz.wire import json_stdio
+from benchmarks.fuzz.wire import JsonStdio
 
 __all__ = ["Report", "fuzz", "main", "server_params"]
 
@@ -99,7 +100,7 @@ async def _store(client: mcp.Client, content: str, context_type: str, tags: list
 
 
 def _drive(
-    portal: BlockingPortal, client: mcp.Client, calls: int
+    portal: BlockingPortal, client: mcp.Client, wire: JsonStdio, calls: int
 ) -> tuple[Outcome, Counter[str], int]:
     """``calls`` generated calls, then :func:`unparseable_calls`; what they found, the
     generated calls per tool, and how many unparseable ones were made."""
@@ -128,7 +129,7 @@ def _drive(
     one_call()
     unparseable = unparseable_calls(names)
     for name, arguments in unparseable:
-        portal.call(check_call, client, name, arguments, outcome)
+        portal.call(check_raw_call, wire, name, arguments, outcome)
     return outcome, per_tool, len(unparseable)
 
 
@@ -137,11 +138,11 @@ def fuzz(params: StdioServerParameters, calls: int) -> Report:
     started = time.perf_counter()
     with (
         start_blocking_portal("asyncio") as portal,
-        portal.wrap_async_context_manager(mcp.Client(json_stdio(params))) as client,
+        portal.wrap_async_context_manager(mcp.Client(wire := JsonStdio(params))) as client,
     ):
         ids = [portal.call(_store, client, *sentinel) for sentinel in SENTINELS]
         before = portal.call(sentinel_state, client, ids)
-        outcome, per_tool, unparseable = _drive(portal, client, calls)
+        outcome, per_tool, unparseable = _drive(portal, client, wire, calls)
         health = portal.call(_call_json, client, "health_check")
         after = portal.call(sentinel_state, client, ids)
     return Report(
