@@ -1,5 +1,5 @@
 """Server processes the benchmarks (and the object-storage tests) start: a free loopback
-port for one, waiting until it serves, and the CPU it has used."""
+port for one, waiting until it serves, the CPU it has used and the memory it holds."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["cpu_seconds", "free_port", "wait_until_serving"]
+__all__ = ["cpu_seconds", "free_port", "rss_bytes", "wait_until_serving"]
 
 
 def free_port() -> int:
@@ -48,3 +48,15 @@ def cpu_seconds(pid: int) -> float:
     """
     fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_bytes(pid: int) -> int:
+    """A process's resident memory now (Linux).
+
+    Raises:
+        OSError: No such process (or no /proc).
+    """
+    for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise OSError(f"process {pid} reports no resident memory")

@@ -49,6 +49,7 @@ from ralph_context.retrieval import Candidates
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import MaintenanceReport, StoreStats
 from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.requests import item_fingerprint
 from ralph_context.validation import (
     check_content,
     check_int,
@@ -107,9 +108,9 @@ class Engine(IterationLoop):
         """Validate, embed and persist one item.
 
         If the embedding model is unavailable the item is stored without a vector and stays
-        findable by the text tier. With ``idempotency_key``, a call repeating the key of an
-        earlier one returns the item that one stored and writes nothing (a client that
-        timed out retries safely; see ``storage.requests``).
+        findable by the text tier. With ``idempotency_key``, a call repeating the key and
+        the arguments of an earlier one returns the item that one stored and writes nothing
+        (a client that timed out retries safely; see ``storage.requests``).
 
         ``source`` names the thread the item belongs to (a conversation, a session, a
         task): with the same ``iteration``, items of one source stored one after another
@@ -120,6 +121,7 @@ class Engine(IterationLoop):
                 metadata or source (at most 200 characters, no control characters), an
                 iteration more than ``lifecycle.max_iteration_step`` past the latest, or a
                 key that is not 1-200 characters of text. Nothing is stored.
+            IdempotencyConflict: The key was used before with other arguments.
             ActorUnavailable: The store itself is down.
         """
         entry = NewItem(content, content_type, tags, metadata, source, iteration)
@@ -128,15 +130,16 @@ class Engine(IterationLoop):
             return item
         key = check_item_id(idempotency_key, name="idempotency_key")
         built = self._build_item(entry)
+        fingerprint = item_fingerprint(built, iteration)
         storage = self._require_storage()
         with self._foreground.busy():
             first = storage.request_target(key)
             if first is not None:
-                found = await storage.get_items([first])
+                found = await storage.get_items([first.target_for(key, fingerprint)])
                 if found:
                     return found[0]
             (vector,) = await self._embed_documents([built.content])
-            stored, _written = await storage.add_keyed(built, vector, key)
+            stored, _written = await storage.add_keyed(built, vector, key, fingerprint)
             return stored
 
     async def store_many(self, entries: Sequence[NewItem]) -> list[ContextItem]:

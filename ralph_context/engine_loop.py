@@ -33,6 +33,7 @@ from ralph_context.models import (
     IterationResult,
 )
 from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.requests import iteration_fingerprint
 from ralph_context.validation import (
     check_int,
     check_item_id,
@@ -66,11 +67,12 @@ class IterationLoop(EngineWiring):
         it by meaning; that item is returned. Recording an iteration again replaces its
         result, and the same error is not stored twice. With ``idempotency_key``, a call
         repeating the key of an earlier one (whose iteration is recorded) returns that one's
-        error item and writes nothing.
+        error item and writes nothing; the same key with another result is refused.
 
         Raises:
             InvalidInput: A text field is not valid text or too long, or the iteration is
                 more than ``lifecycle.max_iteration_step`` past the latest one.
+            IdempotencyConflict: The key was used before for another result.
             ActorUnavailable: The store is down.
         """
         check_iteration_step(
@@ -87,9 +89,10 @@ class IterationLoop(EngineWiring):
                 check_text(value, name=name)
         result = self.redactor.iteration(result)
         key = None
+        fingerprint = iteration_fingerprint(result)
         if idempotency_key is not None:
             key = check_item_id(idempotency_key, name="idempotency_key")
-            repeated = await self._repeated_iteration(key, result.iteration)
+            repeated = await self._repeated_iteration(key, result.iteration, fingerprint)
             if repeated is not None:
                 return repeated[0]
         error_item = None
@@ -107,7 +110,8 @@ class IterationLoop(EngineWiring):
         storage = self._require_storage()
         with self._foreground.busy():
             if key is not None and storage.request_target(key) is None:
-                await storage.put_request_key(key, error_item.id if error_item else "")
+                target = error_item.id if error_item else ""
+                await storage.put_request_key(key, target, fingerprint)
             await storage.add_iteration(result)
             self._iteration = max(self._iteration, result.iteration)
             if error_item is not None:
@@ -138,13 +142,20 @@ class IterationLoop(EngineWiring):
         return persisted
 
     async def _repeated_iteration(
-        self, key: str, iteration: int
+        self, key: str, iteration: int, fingerprint: str
     ) -> tuple[ContextItem | None] | None:
         """The first call's answer if ``key`` was used for a recorded iteration, else
-        ``None`` (a key whose iteration is missing: its writer died before recording)."""
+        ``None`` (a key whose iteration is missing: its writer died before recording).
+
+        Raises:
+            IdempotencyConflict: ``key`` was used for another result.
+        """
         storage = self._require_storage()
-        first = storage.request_target(key)
-        if first is None or await storage.iteration(iteration) is None:
+        claim = storage.request_target(key)
+        if claim is None:
+            return None
+        first = claim.target_for(key, fingerprint)
+        if await storage.iteration(iteration) is None:
             return None
         if not first:
             return (None,)

@@ -13,7 +13,8 @@ person understands with a single ``except RalphContextError``::
     │   ├── UnknownContextType
     │   ├── InvalidTags
     │   ├── InvalidScore
-    │   └── InvalidMetadata
+    │   ├── InvalidMetadata
+    │   └── IdempotencyConflict     a key used again, with other arguments than its first use
     ├── ItemNotFound                an id that is not (or no longer) in the store
     ├── StoreError                  the store cannot serve the request
     │   ├── ModelMismatch           the store was embedded with another model
@@ -43,6 +44,7 @@ __all__ = [
     "ConfigError",
     "ContentTooLarge",
     "EmptyContent",
+    "IdempotencyConflict",
     "InferenceError",
     "InferenceServerError",
     "InferenceTimeout",
@@ -119,6 +121,12 @@ class InvalidScore(InvalidInput):
 
 class InvalidMetadata(InvalidInput):
     """Metadata must be a JSON object of JSON-serialisable values."""
+
+
+class IdempotencyConflict(InvalidInput):
+    """An idempotency key was used before by a request with other arguments: a key stands
+    for one request (as with payment APIs), so answering with the first result would drop
+    the new content silently. Nothing was stored."""
 
 
 class ItemNotFound(RalphContextError, KeyError):

@@ -16,7 +16,6 @@ clauses from these typed values; nothing a caller typed reaches a clause raw.
 from __future__ import annotations
 
 import json
-import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -26,6 +25,7 @@ from typing import Annotated, Self
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from ralph_context.errors import InvalidMetadata
+from ralph_context.models import inexact_number
 
 __all__ = [
     "MAX_CONDITIONS",
@@ -136,15 +136,10 @@ def _check_condition(condition: MetadataCondition) -> None:
             raise ValueError(
                 f"a text value for {key!r} is {len(item)} characters; at most {MAX_TEXT_CHARS}"
             )
-        if isinstance(item, bool) or not isinstance(item, int | float):
-            continue
-        # An int compares with the float exactly (math.isfinite would overflow on 10**400).
-        if not (abs(item) <= MAX_NUMBER and (isinstance(item, int) or math.isfinite(item))):
-            shown = f"a {item.bit_length()}-bit integer" if isinstance(item, int) else str(item)
-            raise ValueError(
-                f"the value for {key!r} must be a finite number within ±{MAX_NUMBER:.4g}, "
-                f"got {shown}"
-            )
+        # The numbers metadata may hold (the same check): any other could never match.
+        problem = inexact_number(item)
+        if problem is not None:
+            raise ValueError(f"the value for {key!r} is {problem}")
 
 
 def check_metadata_filter(

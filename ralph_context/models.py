@@ -6,6 +6,7 @@ so MCP clients and the Ralph hook see the same shapes the spec promised.
 
 from __future__ import annotations
 
+import math
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -26,6 +27,7 @@ __all__ = [
     "RetrievalResult",
     "RetrievedItem",
     "Tier",
+    "inexact_number",
 ]
 
 
@@ -99,6 +101,28 @@ class ContextItem(BaseModel):
 MAX_ITERATION = 2**31 - 1
 MAX_COUNT = 2**53 - 1
 MAX_COST = 1e12
+
+
+def inexact_number(value: object) -> str | None:
+    """What is wrong with ``value`` as a JSON number a caller gets back exactly, or ``None``
+    (also for anything that is not a number).
+
+    Why a check of its own: the readers JSON passes through hold numbers as doubles (Lance's
+    JSON column, JavaScript clients), so an integer past 2**53 comes back rounded
+    (``2**64`` as ``1.8446744073709552e19``), one past the double range as ``null``, and
+    NaN or infinity is not JSON at all. Metadata and search filters refuse them alike
+    rather than store or compare a different number than the one given.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and abs(value) > MAX_COUNT:
+        return (
+            f"a {value.bit_length()}-bit integer; integers must be within ±{MAX_COUNT:,} "
+            "(2**53 - 1) to come back exactly (send a larger one as text)"
+        )
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value}; numbers must be finite (NaN and infinity are not JSON)"
+    return None
 
 
 # The tag of the item an iteration's reported error becomes (the engine stores it; forget

@@ -21,7 +21,7 @@ from ralph_context.errors import (
     InvalidTags,
     UnknownContextType,
 )
-from ralph_context.models import ContextType, JsonValue
+from ralph_context.models import ContextType, JsonValue, inexact_number
 
 __all__ = [
     "MAX_METADATA_BYTES",
@@ -220,29 +220,50 @@ def check_item_id(value: object, *, name: str = "item_id") -> str:
 
 
 def check_metadata(metadata: object) -> dict[str, JsonValue]:
-    """A small JSON object: finite numbers (NaN/inf cannot round-trip through JSON), at most
-    :data:`MAX_METADATA_BYTES` as JSON, :data:`MAX_METADATA_DEPTH` levels and
-    :data:`MAX_METADATA_KEYS` keys in all. Metadata travels with every search answer: 10 MB
-    of it once made a search answer take 15 s and the next one time out."""
+    """A small JSON object: numbers that come back exactly (``models.inexact_number``: an
+    integer within ±2**53, a finite float), at most :data:`MAX_METADATA_BYTES` as JSON,
+    :data:`MAX_METADATA_DEPTH` levels and :data:`MAX_METADATA_KEYS` keys in all. Metadata
+    travels with every search answer: 10 MB of it once made a search answer take 15 s and
+    the next one time out.
+
+    Raises:
+        InvalidMetadata: Naming the first value refused by its path (``metadata.a.b[2]``)
+            and what is allowed.
+    """
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
         raise InvalidMetadata(f"metadata must be an object/dict, got {type(metadata).__name__}")
     _check_shape(metadata)
     try:
-        text = json.dumps(dict(metadata), allow_nan=False, ensure_ascii=False)
+        text = json.dumps(dict(metadata), ensure_ascii=False)
         size = len(text.encode("utf-8"))
-    except ValueError as exc:
-        raise InvalidMetadata(f"metadata must hold finite numbers and text only: {exc}") from None
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise InvalidMetadata(f"metadata must be JSON-serialisable: {exc}") from None
     if size > MAX_METADATA_BYTES:
         raise InvalidMetadata(
             f"metadata is {size:,} bytes as JSON; the limit is {MAX_METADATA_BYTES:,} "
             "(store large data as content, or keep a path to it)"
         )
+    _check_numbers(metadata, "metadata")
     loaded: dict[str, JsonValue] = json.loads(text)
     return loaded
+
+
+def _check_numbers(value: object, path: str) -> None:
+    """Refuse the first number under ``value`` the store would hand back changed, naming
+    its path (``_check_shape`` bounded the depth, so recursion is safe here)."""
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            step = f".{key}" if str(key).isidentifier() else f"[{str(key)!r:.60}]"
+            _check_numbers(inner, path + step)
+    elif isinstance(value, list | tuple):
+        for position, inner in enumerate(value):
+            _check_numbers(inner, f"{path}[{position}]")
+    else:
+        problem = inexact_number(value)
+        if problem is not None:
+            raise InvalidMetadata(f"{path} is {problem}")
 
 
 def _check_shape(metadata: Mapping[object, object]) -> None:

@@ -24,6 +24,7 @@ from ralph_context import (
     Tier,
     UnknownContextType,
 )
+from ralph_context.models import JsonValue
 from tests.helpers import Loader, SettingsFactory
 
 Call = Callable[[Engine], Awaitable[Any]]
@@ -90,6 +91,30 @@ CASES: list[tuple[str, Call, type[InvalidInput], str]] = [
         "source has a control character",
     ),
     ("source too long", lambda e: e.store("ok", "output", source="s" * 201), InvalidInput, "200"),
+    (
+        "metadata integer past 2**53",
+        lambda e: e.store("ok", "output", metadata={"a": {"b": [0, 1, 2**64]}}),
+        InvalidMetadata,
+        "metadata.a.b[2] is a 65-bit integer; integers must be within ±9,007,199,254,740,991",
+    ),
+    (
+        "metadata integer past the doubles",
+        lambda e: e.store("ok", "output", metadata={"n": [10**400]}),
+        InvalidMetadata,
+        "metadata.n[0] is a 1329-bit integer",
+    ),
+    (
+        "metadata negative integer past 2**53",
+        lambda e: e.store("ok", "output", metadata={"odd key": -(10**50 - 1)}),
+        InvalidMetadata,
+        "metadata['odd key'] is a 167-bit integer",
+    ),
+    (
+        "metadata infinity",
+        lambda e: e.store("ok", "output", metadata={"x": {"y": float("-inf")}}),
+        InvalidMetadata,
+        "metadata.x.y is -inf; numbers must be finite",
+    ),
     (
         "metadata too large",
         lambda e: e.store("ok", "output", metadata={"blob": "y" * 20_000}),
@@ -176,3 +201,25 @@ async def test_a_value_the_store_cannot_hold_is_refused_and_the_actor_keeps_serv
     assert health.actors["storage"].serving
     assert health.actors["storage"].restarts == 0
     assert [r.iteration for r in history] == [1]
+
+
+async def test_metadata_numbers_at_the_limits_come_back_exactly(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    """What is not refused is kept as given: the largest exact integers, the largest and
+    smallest doubles, through the store and a reopen."""
+    numbers: dict[str, JsonValue] = {
+        "top": 2**53 - 1,
+        "bottom": -(2**53 - 1),
+        "big": 1.7976931348623157e308,
+        "tiny": 5e-324,
+        "deep": {"list": [0, -0.5, 2**31]},
+    }
+    settings = make_settings()
+    with anyio.fail_after(30):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            stored = await engine.store("numbers at the limits", "output", metadata=numbers)
+        async with Engine(settings, model_loader=shared_model) as engine:
+            read = await engine.get(stored.id)
+    assert read.metadata == numbers
+    assert isinstance(read.metadata["top"], int)

@@ -6,7 +6,8 @@ syntax inside strings, unknown extra arguments). What must hold after every call
 
 - the server answers with a result or a typed tool error: never a bare ``Error executing
   tool X`` (the SDK's text for an exception the tool did not expect), never a traceback,
-  never a dropped connection;
+  never a dropped connection; a call whose text or depth the server's JSON parser refuses
+  (a lone surrogate, 1,000 levels) is answered with a JSON-RPC parse error, as over HTTP;
 - no actor restarted (``health_check``);
 - the items stored before the run are unchanged (checked once at the end).
 
@@ -25,9 +26,20 @@ from typing import Any
 import anyio
 import mcp
 from hypothesis import strategies as st
-from mcp.types import TextContent
+from mcp import MCPError
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, TextContent
 
-__all__ = ["SENTINELS", "Outcome", "arguments_for", "check_call", "sentinel_state"]
+from benchmarks.fuzz.wire import JsonStdio, json_text
+
+__all__ = [
+    "SENTINELS",
+    "Outcome",
+    "arguments_for",
+    "check_call",
+    "check_raw_call",
+    "sentinel_state",
+    "unparseable_calls",
+]
 
 # The items stored before a run, by (content, type, tags).
 SENTINELS: tuple[tuple[str, str, list[str]], ...] = (
@@ -73,6 +85,10 @@ _secretish = st.builds(
     st.sampled_from(_SECRET_SHAPES),
     st.text(max_size=20),
 )
+# Text the server's JSON parser refuses, as over HTTP: lone surrogates (escaped on the wire,
+# as JSON.stringify writes them). Never inside the schema's own strings: those must reach
+# the tool.
+_UNPARSEABLE = ["bad \ud800 text", "\udfff", "reversed pair \udc00\ud800"]
 # Seconds a call may take before it counts as unanswered.
 ANSWER_WITHIN = 60
 # Strings any text argument may hold: they must reach the tool and stay text.
@@ -104,10 +120,14 @@ def _deep(levels: int) -> Any:
     return value
 
 
-# Deeper than ~195 levels, the SDK's transport cannot parse the request and drops it without
-# an answer (the client waits for ever); the server itself stays healthy. Our own limit is
-# 8 levels of metadata, so 150 probes every layer between.
-_hostile = st.one_of(_hostile, st.builds(_deep, st.integers(min_value=8, max_value=150)))
+# Our own limit is 8 levels of metadata, the JSON parser's ~200 (past it the request is
+# answered with a parse error, as over HTTP): 8-150 probes every layer between. Deeper is
+# for unparseable_calls: hypothesis pretty-prints each value it draws, recursively.
+_hostile = st.one_of(
+    _hostile,
+    st.builds(_deep, st.integers(min_value=8, max_value=150)),
+    st.sampled_from(_UNPARSEABLE).map(lambda s: [s]),
+)
 
 
 def _plausible(schema: dict[str, Any], defs: dict[str, Any], edge: bool, depth: int = 0) -> Any:
@@ -208,6 +228,9 @@ class Outcome:
     calls: int = 0
     results: int = 0
     tool_errors: int = 0
+    # Calls the server could not parse (lone surrogates, 1,000 levels), answered with a
+    # JSON-RPC error that says why.
+    refused: int = 0
     crashes: list[str] = field(default_factory=list)
     results_by_tool: Counter[str] = field(default_factory=Counter)
 
@@ -218,9 +241,17 @@ async def check_call(
     """One call; a crash (an answer that is not a result or a typed error) is recorded,
     and the run goes on."""
     outcome.calls += 1
-    shown = json.dumps(arguments, default=repr)[:300]
-    with anyio.move_on_after(ANSWER_WITHIN) as waited:
-        result = await client.call_tool(name, arguments)
+    shown = json_text(arguments)[:300]
+    try:
+        with anyio.move_on_after(ANSWER_WITHIN) as waited:
+            result = await client.call_tool(name, arguments)
+    except MCPError as exc:
+        if exc.error.code in (PARSE_ERROR, INVALID_REQUEST) and exc.error.message.strip():
+            outcome.refused += 1
+        else:
+            error = f"JSON-RPC error {exc.error.code}: {exc.error.message[:200]}"
+            outcome.crashes.append(f"{name} {shown}: {error}")
+        return
     if waited.cancelled_caught:
         outcome.crashes.append(f"{name} {shown}: no answer within {ANSWER_WITHIN} s")
         return
@@ -250,3 +281,37 @@ async def sentinel_state(client: mcp.Client, ids: list[str]) -> list[dict[str, A
             }
         )
     return state
+
+
+async def check_raw_call(
+    wire: JsonStdio, name: str, arguments: dict[str, Any], outcome: Outcome
+) -> None:
+    """One call written past the client's session (:meth:`JsonStdio.call_raw`: its session
+    cannot nest 1,000 levels), judged as :func:`check_call` judges."""
+    outcome.calls += 1
+    request = f"raw-{outcome.calls}"
+    call = {"name": name, "arguments": arguments}
+    message = {"jsonrpc": "2.0", "id": request, "method": "tools/call", "params": call}
+    answer = await wire.call_raw(message, ANSWER_WITHIN)
+    shown = json_text(arguments)[:300]
+    if answer is None:
+        outcome.crashes.append(f"{name} {shown}: no answer within {ANSWER_WITHIN} s")
+        return
+    error = answer.get("error") or {}
+    if error.get("code") in (PARSE_ERROR, INVALID_REQUEST) and str(error.get("message")).strip():
+        outcome.refused += 1
+    elif "result" in answer:
+        outcome.tool_errors += bool(answer["result"].get("isError"))
+        outcome.results += not answer["result"].get("isError")
+    else:
+        outcome.crashes.append(f"{name} {shown}: {json.dumps(answer)[:200]}")
+
+
+def unparseable_calls(tools: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """For every tool, a call with a lone surrogate and one nested 1,000 levels: whatever
+    else a run draws, these are in it (sent with :func:`check_raw_call`)."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for name in tools:
+        calls += [(name, {"bogus": text}) for text in _UNPARSEABLE[:1]]
+        calls.append((name, {"bogus": _deep(1_000)}))
+    return calls

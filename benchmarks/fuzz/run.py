@@ -3,9 +3,12 @@
     python -m benchmarks.fuzz.run --calls 10000 --out benchmarks/fuzz/results
 
 The server runs on a fresh store in a temporary folder, lifecycle off, the model installed
-(``ralph-context model install``). Figures: calls, results, typed tool errors, crashes
-(answers that are neither), actor restarts, whether the items stored before changed, and
-calls per tool. ``tests/server/test_fuzz.py`` runs the same with a few hundred calls.
+(``ralph-context model install``), the client writing as any client may (``wire``: lone
+surrogates, any depth). Figures: calls, results, typed tool errors, calls refused as
+unparseable (a JSON-RPC error naming why; every tool gets a lone surrogate and 1,000 levels
+besides the generated calls), crashes (answers that are none of these), actor restarts,
+whether the items stored before changed, and calls per tool.
+``tests/server/test_fuzz.py`` runs the same with a few hundred calls.
 """
 
 from __future__ import annotations
@@ -28,7 +31,16 @@ from hypothesis import strategies as st
 from mcp import StdioServerParameters
 from mcp.types import TextContent
 
-from benchmarks.fuzz.calls import SENTINELS, Outcome, arguments_for, check_call, sentinel_state
+from benchmarks.fuzz.calls import (
+    SENTINELS,
+    Outcome,
+    arguments_for,
+    check_call,
+    check_raw_call,
+    sentinel_state,
+    unparseable_calls,
+)
+from benchmarks.fuzz.wire import JsonStdio
 
 __all__ = ["Report", "fuzz", "main", "server_params"]
 
@@ -45,6 +57,8 @@ class Report:
     calls: int
     results: int
     tool_errors: int
+    refused: int
+    unparseable_calls: int
     crashes: list[str]
     restarts: dict[str, int]
     status: str
@@ -85,7 +99,11 @@ async def _store(client: mcp.Client, content: str, context_type: str, tags: list
     return str(json.loads(text)["id"])
 
 
-def _drive(portal: BlockingPortal, client: mcp.Client, calls: int) -> tuple[Outcome, Counter[str]]:
+def _drive(
+    portal: BlockingPortal, client: mcp.Client, wire: JsonStdio, calls: int
+) -> tuple[Outcome, Counter[str], int]:
+    """``calls`` generated calls, then :func:`unparseable_calls`; what they found, the
+    generated calls per tool, and how many unparseable ones were made."""
     tools = {t.name: t for t in portal.call(client.list_tools).tools}
     names = sorted(tools)
     strategy = st.sampled_from(names).flatmap(
@@ -109,7 +127,10 @@ def _drive(portal: BlockingPortal, client: mcp.Client, calls: int) -> tuple[Outc
         portal.call(check_call, client, name, arguments, outcome)
 
     one_call()
-    return outcome, per_tool
+    unparseable = unparseable_calls(names)
+    for name, arguments in unparseable:
+        portal.call(check_raw_call, wire, name, arguments, outcome)
+    return outcome, per_tool, len(unparseable)
 
 
 def fuzz(params: StdioServerParameters, calls: int) -> Report:
@@ -117,17 +138,19 @@ def fuzz(params: StdioServerParameters, calls: int) -> Report:
     started = time.perf_counter()
     with (
         start_blocking_portal("asyncio") as portal,
-        portal.wrap_async_context_manager(mcp.Client(params)) as client,
+        portal.wrap_async_context_manager(mcp.Client(wire := JsonStdio(params))) as client,
     ):
         ids = [portal.call(_store, client, *sentinel) for sentinel in SENTINELS]
         before = portal.call(sentinel_state, client, ids)
-        outcome, per_tool = _drive(portal, client, calls)
+        outcome, per_tool, unparseable = _drive(portal, client, wire, calls)
         health = portal.call(_call_json, client, "health_check")
         after = portal.call(sentinel_state, client, ids)
     return Report(
         calls=outcome.calls,
         results=outcome.results,
         tool_errors=outcome.tool_errors,
+        refused=outcome.refused,
+        unparseable_calls=unparseable,
         crashes=outcome.crashes,
         restarts={name: int(actor["restarts"]) for name, actor in health["actors"].items()},
         status=str(health["status"]),
@@ -151,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.json").write_text(json.dumps(asdict(report), indent=2) + "\n")
     print(
         f"calls {report.calls}: results {report.results}, typed tool errors "
-        f"{report.tool_errors}, crashes {len(report.crashes)}; actor restarts "
+        f"{report.tool_errors}, refused unparseable {report.refused}, crashes "
+        f"{len(report.crashes)}; actor restarts "
         f"{sum(report.restarts.values())}; status {report.status}; stored items changed: "
         f"{report.stored_items_changed}; {report.seconds} s"
     )

@@ -62,6 +62,7 @@ from ralph_context.errors import ModelMismatch, RalphContextError, StoreError, S
 from ralph_context.object_location import Location
 from ralph_context.runtime import Envelope, Foreground, PermanentFailure
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
+from ralph_context.storage.requests import Claim
 from ralph_context.storage.rewrite import rewrite_rows
 from ralph_context.storage.upkeep_worker import at_normal_priority, hurried_when
 
@@ -175,7 +176,7 @@ class StorageActor(StorageReads, StorageWrites):
             return True
         return await anyio.to_thread.run_sync(self._store.may_maintain)
 
-    def request_target(self, key: str) -> str | None:
+    def request_target(self, key: str) -> Claim | None:
         """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
         return self.store.requests.get(key) if self._store is not None else None
 
@@ -265,12 +266,12 @@ class StorageActor(StorageReads, StorageWrites):
                 stored = await self._timed(self.store.add_items, pairs)
                 self._writes += 1
                 return stored
-            case AddKeyed(item, vector, key):
-                keyed = await self._timed(self.store.add_keyed, item, vector, key)
+            case AddKeyed(item, vector, key, fingerprint):
+                keyed = await self._timed(self.store.add_keyed, item, vector, key, fingerprint)
                 self._writes += 2
                 return keyed
-            case PutRequestKey(key, target):
-                await self._run(self.store.requests.put, key, target)
+            case PutRequestKey(key, target, fingerprint):
+                await self._run(self.store.requests.put, key, target, fingerprint)
                 self._writes += 1
                 return None
         raise StoreError(f"unknown storage request {type(request).__name__}")
@@ -309,7 +310,10 @@ class StorageActor(StorageReads, StorageWrites):
             if isinstance(run[0].request, AddKeyed):
                 keyed = await self._timed(self.store.add_keyed_many, keyed_entries(run))
                 for envelope, answer in zip(run, keyed, strict=True):
-                    envelope.resolve(answer)
+                    if isinstance(answer, RalphContextError):  # this one's key: a value
+                        envelope.refuse(answer)
+                    else:
+                        envelope.resolve(answer)
                 self._writes += 2
             else:
                 stored = await self._timed(self.store.add_items, item_pairs(run))

@@ -29,6 +29,7 @@ from ralph_context.actors.storage_requests import AddItems, AddKeyed, StorageReq
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
 from ralph_context.runtime import Envelope
+from ralph_context.storage.store_items import Keyed
 
 __all__ = [
     "GROUPED",
@@ -114,10 +115,10 @@ def group_runs(batch: Batch) -> list[Batch]:
     return runs
 
 
-def keyed_entries(run: Batch) -> list[tuple[ContextItem, Vectors | None, str]]:
-    """The ``(item, vector, key)`` of each ``AddKeyed`` in ``run``."""
+def keyed_entries(run: Batch) -> list[Keyed]:
+    """The ``(item, vector, key, fingerprint)`` of each ``AddKeyed`` in ``run``."""
     requests = [cast(AddKeyed, envelope.request) for envelope in run]
-    return [(r.item, r.vector, r.key) for r in requests]
+    return [(r.item, r.vector, r.key, r.fingerprint) for r in requests]
 
 
 def item_pairs(run: Batch) -> list[tuple[ContextItem, Vectors | None]]:

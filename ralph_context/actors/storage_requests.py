@@ -30,12 +30,14 @@ class AddKeyed:
     item: ContextItem
     vector: Vectors | None
     key: str
+    fingerprint: str | None = None  # of the request's arguments (storage.requests)
 
 
 @dataclass(frozen=True)
 class PutRequestKey:
     key: str
     target: str
+    fingerprint: str | None = None
 
 
 @dataclass(frozen=True)

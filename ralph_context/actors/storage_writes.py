@@ -147,15 +147,25 @@ class StorageWrites(Actor[StorageRequest, object]):
         return cast(float, reply)
 
     async def add_keyed(
-        self, item: ContextItem, vector: Vectors | None, key: str
+        self, item: ContextItem, vector: Vectors | None, key: str, fingerprint: str | None
     ) -> tuple[ContextItem, bool]:
         """Store ``item`` unless idempotency ``key`` was used before (see ``requests``):
-        the stored item, and whether it was written by this call."""
-        reply = await self.call(AddKeyed(item, vector, key), timeout=self.timeout)
+        the stored item, and whether it was written by this call.
+
+        Raises:
+            IdempotencyConflict: ``key`` was used by a request with other arguments.
+        """
+        reply = await self.call(AddKeyed(item, vector, key, fingerprint), timeout=self.timeout)
         return cast(tuple[ContextItem, bool], reply)
 
-    async def put_request_key(self, key: str, target: str) -> None:
-        await self.call(PutRequestKey(key, target), timeout=self.timeout)
+    async def put_request_key(self, key: str, target: str, fingerprint: str | None) -> None:
+        """Claim ``key`` for ``target``.
+
+        Raises:
+            IdempotencyConflict: Another replica claimed it for a request with other
+                arguments.
+        """
+        await self.call(PutRequestKey(key, target, fingerprint), timeout=self.timeout)
 
     async def delete_items(self, ids: Sequence[str]) -> int:
         return cast(int, await self.call(DeleteItems(tuple(ids)), timeout=self.timeout))

@@ -3,8 +3,8 @@
 One engine per namespace serves every connection: started here (HTTP: see ``http``),
 around the transport, not per session. Over stdio the SDK points file descriptor 1 at
 stderr while serving, and our logs go to stderr anyway, so stdout carries only the
-protocol. Over HTTP uvicorn runs without its own logging set-up (its records join ours on
-stderr) and without an access log.
+protocol; every line read there is answered (``stdio``). Over HTTP uvicorn runs without
+its own logging set-up (its records join ours on stderr) and without an access log.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ralph_context.server.agents.project import forget_server
 from ralph_context.server.app import serving
 from ralph_context.server.console import PREFIX
 from ralph_context.server.http import LOOPBACK, Spaces, build_app
+from ralph_context.server.stdio import serve_stdio
 from ralph_context.server.tokens import TokenBook
 from ralph_context.storage import writer_lock
 
@@ -77,7 +78,7 @@ async def serve(
             facts = _facts(engine)
             log.info("serving", transport="stdio", **facts)
             _say(f"stdio: waiting for an MCP client ({_listed(facts)})")
-            await server.run_stdio_async()
+            await serve_stdio(server)
         return
     overrides: dict[str, object] = {"host": bind}
     if number:  # 0: a port the OS picks (the agents' server), which settings do not take

@@ -54,7 +54,8 @@ IdempotencyKey = Annotated[
     Field(
         min_length=1,
         max_length=200,
-        description="Any text naming this write; repeating it returns the first result.",
+        description="Any text naming this write; repeating it with the same arguments "
+        "returns the first result, with other arguments is an error.",
     ),
 ]
 
@@ -212,8 +213,8 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
         """Store something worth remembering (embedded and indexed for retrieval). Give the
         items of a conversation or task one thread, in the order they happened: each is
         then found through its neighbours too. A call repeating an earlier call's
-        idempotency_key returns that call's item and stores nothing: retry a timed-out
-        call with the same key."""
+        idempotency_key and arguments returns that call's item and stores nothing: retry a
+        timed-out call with the same key."""
         item = await holder.get().store(
             content,
             context_type,
@@ -264,8 +265,8 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     ) -> IterationStored:
         """Record what an iteration did; an error is also stored as an error item. Advances
         the lifecycle clock and queues a lifecycle pass. Recording an iteration again
-        replaces its result; a call repeating an earlier call's idempotency_key writes
-        nothing."""
+        replaces its result; a call repeating an earlier call's idempotency_key and
+        arguments writes nothing."""
         engine = holder.get()
         error_item = await engine.record_iteration(
             IterationResult(

@@ -12,13 +12,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import ItemNotFound
+from ralph_context.errors import IdempotencyConflict, ItemNotFound
 from ralph_context.models import ContextItem
 from ralph_context.storage import reads, threads
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.schema import item_to_row
 from ralph_context.storage.store_core import StoreCore
 from ralph_context.storage.vectors import vector_list, vector_matrix
+
+# One keyed write: the item, its vector, the idempotency key and the fingerprint of the
+# request's arguments (``requests``); and its answer: the stored item and whether this
+# write stored it, or the refusal of a key another request claimed.
+Keyed = tuple[ContextItem, Vectors | None, str, str | None]
+KeyedAnswer = tuple[ContextItem, bool] | IdempotencyConflict
 
 
 class StoreItems(StoreCore):
@@ -191,45 +197,60 @@ class StoreItems(StoreCore):
         return int(before)
 
     def add_keyed(
-        self, item: ContextItem, vector: Vectors | None, key: str
+        self, item: ContextItem, vector: Vectors | None, key: str, fingerprint: str | None = None
     ) -> tuple[ContextItem, bool]:
         """Store ``item`` unless a write with idempotency ``key`` came first; returns the
-        stored item and whether it was written now (see ``requests``)."""
-        return self.add_keyed_many([(item, vector, key)])[0]
+        stored item and whether it was written now (see ``requests``).
 
-    def add_keyed_many(
-        self, entries: Sequence[tuple[ContextItem, Vectors | None, str]]
-    ) -> list[tuple[ContextItem, bool]]:
+        Raises:
+            IdempotencyConflict: ``key`` was claimed by a request with other arguments
+                (another ``fingerprint``).
+        """
+        answer = self.add_keyed_many([(item, vector, key, fingerprint)])[0]
+        if isinstance(answer, IdempotencyConflict):
+            raise answer
+        return answer
+
+    def add_keyed_many(self, entries: Sequence[Keyed]) -> list[KeyedAnswer]:
         """:meth:`add_keyed` for several writes at once (a group commit): the new keys are
         claimed together (one write of the keys table; on a shared store one claim object
         each), then the items whose claim this writer won go in one append. Fewer table
         versions, and on object storage fewer commits for replicas to collide on. A key
-        repeated in ``entries`` stands for its first entry (answered as not written)."""
+        repeated in ``entries`` stands for its first entry (answered as not written). A
+        write whose key stands for a different request is answered with its refusal, a
+        value: the others in the group are not refused with it."""
         firsts: dict[str, int] = {}
         fresh: list[int] = []
-        for n, (_, _, key) in enumerate(entries):
+        for n, (_, _, key, _) in enumerate(entries):
             if key not in firsts:
                 firsts[key] = n
                 if self.requests.find(key) is None:
                     fresh.append(n)
-        claimed = self.requests.claim_many([(entries[n][2], entries[n][0].id) for n in fresh])
-        won = [n for n, target in zip(fresh, claimed, strict=True) if target == entries[n][0].id]
+        claimed = self.requests.claim_many(
+            [(entries[n][2], entries[n][0].id, entries[n][3]) for n in fresh]
+        )
+        won = [n for n, c in zip(fresh, claimed, strict=True) if c.target == entries[n][0].id]
         appended = self.add_items([(entries[n][0], entries[n][1]) for n in won])
         answers = {n: (stored, True) for n, stored in zip(won, appended, strict=True)}
-        results: list[tuple[ContextItem, bool]] = []
-        for n, (item, vector, key) in enumerate(entries):
+        results: list[KeyedAnswer] = []
+        for n, (item, vector, key, fingerprint) in enumerate(entries):
+            claim = self.requests.get(key)
+            assert claim is not None  # claimed: by an earlier write or just now
+            try:
+                claim.target_for(key, fingerprint)
+            except IdempotencyConflict as refused:
+                results.append(refused)
+                continue
             first = firsts[key]
             if first not in answers:
-                answers[first] = self._first_keyed(item, vector, key)
+                answers[first] = self._first_keyed(item, vector, claim.target)
             results.append(answers[first] if first == n else (answers[first][0], False))
         return results
 
     def _first_keyed(
-        self, item: ContextItem, vector: Vectors | None, key: str
+        self, item: ContextItem, vector: Vectors | None, known: str
     ) -> tuple[ContextItem, bool]:
-        """The item of a key claimed before (here or by another replica)."""
-        known = self.requests.find(key)
-        assert known is not None  # claimed: by an earlier write or just now
+        """The item ``known`` of a key claimed before (here or by another replica)."""
         if self.shared:
             # Another replica may have stored it a moment ago: look at the latest.
             self.items.checkout_latest()

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import anyio
 import pyarrow as pa
+import pytest
 
-from ralph_context import ContextState, Engine
+from ralph_context import ContextState, Engine, IdempotencyConflict
 from ralph_context.config import Settings
 from ralph_context.object_location import ObjectLocation
 from ralph_context.storage.lease import MaintenanceLease
@@ -144,6 +145,27 @@ async def test_two_replicas_share_writes_and_one_maintains(
             assert MaintenanceLease(s3_store, 30).holder_now() is not None
         # Closing released the lease: the next replica need not wait for it to lapse.
         assert MaintenanceLease(s3_store, 30).holder_now() is None
+
+
+async def test_a_key_one_replica_claimed_refuses_other_arguments_on_the_other(
+    make_settings: SettingsFactory, shared_model: Loader, s3_store: ObjectLocation
+) -> None:
+    """A client whose write timed out on one replica retries on another: the same
+    arguments get the first item there, other ones the refusal."""
+    settings = on_s3(make_settings, s3_store)
+    with anyio.fail_after(120):
+        async with (
+            Engine(settings, model_loader=shared_model) as a,
+            Engine(settings, model_loader=shared_model) as b,
+        ):
+            stored = "the cache key includes the locale"
+            first = await a.store(stored, "output", idempotency_key="k")
+            with pytest.raises(IdempotencyConflict, match="'k' was used for a different request"):
+                await b.store("the cache key includes the region", "output", idempotency_key="k")
+            retried = await b.store(stored, "output", idempotency_key="k")
+            assert retried.id == first.id
+            # b looked at the latest version for a's item: it sees one item, its own none.
+            assert (await b.stats()).items == 1
 
 
 def test_a_local_store_has_no_lease(tmp_path: Path) -> None:

@@ -11,9 +11,10 @@ import pytest
 
 from ralph_context import namespaces
 from ralph_context.config import Settings
+from ralph_context.errors import IdempotencyConflict
 from ralph_context.object_location import ObjectLocation, is_object_uri, read_text, write_text
 from ralph_context.storage.lease import LEASE_OBJECT, MaintenanceLease
-from ralph_context.storage.requests import RequestLog
+from ralph_context.storage.requests import Claim, RequestLog, claim_name
 from ralph_context.storage.upkeep import kept_for_readers
 from tests.test_cli import cli
 
@@ -164,13 +165,28 @@ def test_cleanup_keeps_every_version_a_replica_may_still_read() -> None:
 def test_the_first_replica_to_claim_an_idempotency_key_owns_it(s3_store: ObjectLocation) -> None:
     a, b = RequestLog(None, claims=s3_store), RequestLog(None, claims=s3_store)
     assert b.find("retry-me") is None
-    assert a.claim("retry-me", "item-from-a") == "item-from-a"
+    assert a.claim("retry-me", "item-from-a", "print-a") == Claim("item-from-a", "print-a")
     # b, asked the same key later (a client retrying on another replica), gets a's item.
-    assert b.find("retry-me") == "item-from-a"
-    assert b.claim("retry-me", "item-from-b") == "item-from-a"
+    assert b.find("retry-me") == Claim("item-from-a", "print-a")
+    assert b.claim("retry-me", "item-from-b", "print-a").target == "item-from-a"
+    # ... unless the retry is another request: then the key is refused there too.
+    with pytest.raises(IdempotencyConflict, match="'retry-me' was used for a different request"):
+        b.put("retry-me", "item-from-b", "print-b")
     # Any text is a key: the claim's object name is a digest of it.
     odd = "x' OR 1=1 -- /../\\u0000"
-    assert a.claim(odd, "odd-item") == "odd-item" and b.find(odd) == "odd-item"
+    assert a.claim(odd, "odd-item").target == "odd-item" and b.find(odd) == Claim("odd-item")
+
+
+def test_a_claim_object_written_before_fingerprints_answers_any_request(
+    s3_store: ObjectLocation,
+) -> None:
+    """Claims of earlier versions hold the bare target: they keep today's answer."""
+    assert s3_store.write(claim_name("old-key"), b"item-before", replacing="") is not None
+    log = RequestLog(None, claims=s3_store)
+    claim = log.find("old-key")
+    assert claim == Claim("item-before", None)
+    assert claim.target_for("old-key", "any-print") == "item-before"
+    assert log.claim("old-key", "item-now", "any-print") == Claim("item-before", None)
 
 
 def test_a_command_on_an_unreachable_store_says_why(tmp_path: Path) -> None:

@@ -64,6 +64,12 @@ HOSTILE: list[tuple[str, dict[str, Any], str]] = [
         {"content": "x", "context_type": "skill", "metadata": {str(n): n for n in range(300)}},
         "keys",
     ),
+    # A number the store would hand back changed is refused where it is.
+    (
+        "store_context",
+        {"content": "x", "context_type": "skill", "metadata": {"a": {"b": [0, 1, 2**64]}}},
+        "metadata.a.b[2] is a 65-bit integer",
+    ),
     (
         "store_contexts",
         {"items": [{"content": "x", "context_type": "skill", "extra": 1}]},

@@ -84,15 +84,16 @@ def _answers(note: ServerNote) -> bool:
 
 async def _relay(note: ServerNote) -> None:
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.server.stdio import stdio_server
     from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from ralph_context.server.stdio import answered_stdio
 
     token = bearer_token(note)
     headers = {"Authorization": f"Bearer {token}"} if token else None
     url = f"{note.base_url}{note.mcp_path}"
     async with (
         create_mcp_http_client(headers) as http,
-        stdio_server() as (from_agent, to_agent),
+        answered_stdio() as (from_agent, to_agent),
         streamable_http_client(url, http_client=http) as (from_server, to_server),
         anyio.create_task_group() as group,
     ):

@@ -6,7 +6,9 @@ Who may look: the HTTP API's own bearer tokens. A browser logs in once with a to
 no token configured, which the server allows on loopback only, the console opens at once.
 
 Every request first passes ``guard`` (its Host, and a POST's Origin, name this server).
-Every state-changing form carries the session's CSRF token; a read-only server
+A form's body is read only after its sender's session or token was checked, and only up to
+``guard.MAX_FORM_BYTES``. Every state-changing form carries the session's CSRF token; a
+read-only server
 (``serve --read-only``) shows no write button and refuses every write with 403.
 """
 
@@ -29,7 +31,14 @@ from starlette.staticfiles import StaticFiles
 from ralph_context import namespaces
 from ralph_context.engine import Engine
 from ralph_context.errors import RalphContextError
-from ralph_context.server.console.guard import PREFIX, foreign, local, set_cookie
+from ralph_context.server.console.guard import (
+    PREFIX,
+    Refusal,
+    foreign,
+    local,
+    read_form,
+    set_cookie,
+)
 from ralph_context.server.console.login import Login
 from ralph_context.server.console.render import HERE, Renderer
 from ralph_context.server.console.sessions import COOKIE, EVERY, Session, Sessions
@@ -199,13 +208,15 @@ class Console:
             refused = foreign(request, self.source.security, posting=True)
             if refused is not None:
                 return refused
-            form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
             visit = await self._visit(request, started)
             if isinstance(visit, Response):
                 return visit
             bearer = isinstance(request.scope.get("user"), AuthenticatedUser)
             if not bearer and (visit.session is None or visit.new_session):
                 return self.error(request, started, 403, "no session: reload the page")
+            form = await read_form(request)  # only now: the sender may post here
+            if isinstance(form, Refusal):
+                return self.error(request, started, form.status, form.text)
             if not bearer and not (visit.session and visit.session.csrf_matches(form.get("csrf"))):
                 return self.error(request, started, 403, "the form's CSRF token is wrong")
             if not visit.writable:

@@ -17,7 +17,14 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from ralph_context.server.console.guard import PREFIX, foreign, local, set_cookie
+from ralph_context.server.console.guard import (
+    PREFIX,
+    Refusal,
+    foreign,
+    local,
+    read_form,
+    set_cookie,
+)
 from ralph_context.server.console.render import Renderer
 from ralph_context.server.console.sessions import COOKIE, Session, Sessions
 from ralph_context.server.limits import RateLimiter, retry_after
@@ -75,9 +82,13 @@ class Login:
             if fresh:
                 set_cookie(request, response, session)
             return response
-        form = await request.form()
-        target = local(str(form.get("next", "")))
-        if session is None or not session.csrf_matches(str(form.get("csrf", ""))):
+        if session is None:  # no form of ours was loaded: refused before the body is read
+            return self.error(request, started, 403, "the login form expired: reload it")
+        form = await read_form(request)
+        if isinstance(form, Refusal):
+            return self.error(request, started, form.status, form.text)
+        target = local(form.get("next", ""))
+        if not session.csrf_matches(form.get("csrf", "")):
             return self.error(request, started, 403, "the login form expired: reload it")
         client = request.client.host if request.client else "unknown"
         wait = self._failures.wait_for(client)
@@ -85,7 +96,7 @@ class Login:
             response = self._form(started, session, target, "Too many tries: wait.", 429)
             response.headers["Retry-After"] = retry_after(wait)
             return response
-        grant = self.tokens.verify(str(form.get("token", "")).strip())
+        grant = self.tokens.verify(form.get("token", "").strip())
         if grant is None:
             log.warning("console_login_refused", client=client)
             return self._form(started, session, target, "That token is not accepted.", 401)
@@ -107,9 +118,13 @@ class Login:
         refused = foreign(request, self.security, posting=True)
         if refused is not None:
             return refused
-        form = await request.form()
         session = self.sessions.get(request.cookies.get(COOKIE))
-        if session is None or not session.csrf_matches(str(form.get("csrf", ""))):
+        if session is None:
+            return self.error(request, started, 403, "no session to log out of")
+        form = await read_form(request)
+        if isinstance(form, Refusal):
+            return self.error(request, started, form.status, form.text)
+        if not session.csrf_matches(form.get("csrf", "")):
             return self.error(request, started, 403, "the form's CSRF token is wrong")
         self.sessions.drop(session.id)
         response = RedirectResponse(f"{PREFIX}/login", status_code=303)
