@@ -128,6 +128,10 @@ class IdempotencyConflict(InvalidInput):
     for one request (as with payment APIs), so answering with the first result would drop
     the new content silently. Nothing was stored."""
 
+    # In every message: a client of the server knows the refusal by it (a tool error
+    # carries text, not the type).
+    MARK = "was used for a different request"
+
 
 class ItemNotFound(RalphContextError, KeyError):
     """No item with that id exists in the store."""

@@ -18,6 +18,7 @@ import mcp
 
 from ralph_context import namespaces
 from ralph_context.config import Settings
+from ralph_context.errors import IdempotencyConflict
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
 from ralph_context.storage import writer_lock
 
@@ -102,6 +103,8 @@ class _Server:
         answer = await self.client.call_tool(tool, arguments)
         if answer.is_error or answer.structured_content is None:
             text = " ".join(str(getattr(c, "text", "")) for c in answer.content)
+            if IdempotencyConflict.MARK in text:
+                raise IdempotencyConflict(f"{tool}: {text[:300]}")
             raise RuntimeError(f"{tool} failed: {text[:300]}")
         return dict(answer.structured_content)
 

@@ -31,6 +31,7 @@ import structlog
 import yaml
 
 from ralph_context.atomic import write_text_atomically
+from ralph_context.errors import IdempotencyConflict
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
 from ralph_context.ralph_v2 import memories
 from ralph_context.ralph_v2.client import Memory, ReadOnly
@@ -162,18 +163,23 @@ async def _record(
         error=_error(failures, ended),
     )
     key = f"ralph-v2:{payload.loop.id}:{number}"
-    await memory.record(result, key)
-    if len(parts) > 1:
-        # The iteration row is history; the summary as an item is what later iterations
-        # find by meaning (an error is stored as an error item by the record itself).
-        report.just_recorded = await memory.remember(
-            result.summary,
-            ContextType.ITERATION,
-            ("ralph-iteration",),
-            f"{key}:summary",
-            thread=loop_thread(payload.loop.id),
-            iteration=number,
-        )
+    try:
+        await memory.record(result, key)
+        if len(parts) > 1:
+            # The iteration row is history; the summary as an item is what later
+            # iterations find by meaning (an error is stored as an error item by the record).
+            report.just_recorded = await memory.remember(
+                result.summary,
+                ContextType.ITERATION,
+                ("ralph-iteration",),
+                f"{key}:summary",
+                thread=loop_thread(payload.loop.id),
+                iteration=number,
+            )
+    except IdempotencyConflict:
+        # Recorded by a call that died before saving the state: its record stands, this
+        # one (built from more events since) is not made twice, and the state moves on.
+        report.skipped.append(f"iteration {number} was recorded before; kept as recorded")
     state.recorded, state.events_offset = number, offset
     state.scratchpad_bytes, state.tasks = notes_end, statuses
     return number

@@ -81,7 +81,7 @@ class Claim:
         """
         if self.fingerprint is not None and fingerprint not in (None, self.fingerprint):
             raise IdempotencyConflict(
-                f"idempotency_key {key!r:.80} was used for a different request; repeat that "
+                f"idempotency_key {key!r:.80} {IdempotencyConflict.MARK}; repeat that "
                 "request's arguments to get its result, or use a new key for a new one"
             )
         return self.target

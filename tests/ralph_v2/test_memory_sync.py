@@ -14,7 +14,7 @@ import pytest
 
 from ralph_context.engine import Engine
 from ralph_context.ralph_v2.client import _Engine
-from ralph_context.ralph_v2.hook import MEMORY_TAG, Report, handle
+from ralph_context.ralph_v2.hook import MEMORY_TAG, STATE_FILE, Report, handle
 from ralph_context.ralph_v2.payload import read_payload
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_v2.test_hook_loop import payload
@@ -125,3 +125,31 @@ async def test_an_iterations_record_says_which_tasks_were_added_closed_or_failed
         assert "added task: Write the README" in first.summary
         assert not first.success
         assert first.error == "task failed: Upload to the bank's SFTP"
+
+
+async def test_a_record_made_again_after_the_hook_died_keeps_the_first_and_moves_on(
+    tmp_path: Path, make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    workspace = tmp_path / "repo"
+    (workspace / ".ralph" / "agent").mkdir(parents=True)
+    _write(workspace)
+    tasks = workspace / ".ralph" / "agent" / "tasks.jsonl"
+    tasks.write_text(_task("task-1-aaaa", "Parse the CSV header", "open") + "\n")
+    settings = make_settings(lifecycle={"auto_run": False})
+    async with Engine(settings, model_loader=shared_model) as engine:
+        call = _caller(workspace, _Engine(engine, writable=True))
+        await call(1)
+        state = workspace / STATE_FILE
+        before = state.read_text(encoding="utf-8")
+        tasks.write_text(_task("task-1-aaaa", "Parse the CSV header", "closed") + "\n")
+        assert (await call(2)).recorded == 1
+        # The hook died after its record, before saving its state; meanwhile more happened,
+        # so the record it makes again is not the same request under the same key.
+        state.write_text(before, encoding="utf-8")
+        tasks.write_text(_task("task-2-bbbb", "Upload to the bank's SFTP", "open") + "\n")
+        again = await call(2)
+        assert "iteration 1 was recorded before" in " ".join(again.skipped)
+        first = await engine.iteration(1)
+        assert first is not None and "closed task: Parse the CSV header" in first.summary
+        assert "Upload" not in first.summary
+        assert (await call(3)).recorded == 2  # the state moved on past iteration 1
