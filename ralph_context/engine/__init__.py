@@ -1,0 +1,12 @@
+"""The engine: one facade, :class:`Engine`, over the actors.
+
+``facade.py`` holds what adapters call; the facade owns its parts and delegates to them:
+``wiring.py`` (the actors, their lifetime, the paths every part shares), ``loop.py`` (what a
+loop records and the lifecycle scheduled after it); ``health.py`` is what ``health()`` says.
+"""
+
+from __future__ import annotations
+
+from ralph_context.engine.facade import Engine, EngineHealth, ItemPage, NewItem
+
+__all__ = ["Engine", "EngineHealth", "ItemPage", "NewItem"]
