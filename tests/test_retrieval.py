@@ -9,7 +9,7 @@ import pytest
 
 from ralph_context import Engine, NewItem
 from ralph_context.config import ScoringSettings
-from ralph_context.scoring import item_tokens, semantic_evidence
+from ralph_context.retrieval.scoring import item_tokens, semantic_evidence
 from tests.helpers import Loader, SettingsFactory, advance
 
 QUERY = "API server crashes with missing table errors at startup"

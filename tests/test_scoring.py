@@ -9,7 +9,7 @@ import pytest
 
 from ralph_context.config import ScoringSettings
 from ralph_context.models import ContextItem, ContextType
-from ralph_context.scoring import (
+from ralph_context.retrieval.scoring import (
     HEADER_TOKENS,
     Candidate,
     Scored,

@@ -13,7 +13,7 @@ import pytest
 
 from ralph_context import Engine
 from ralph_context.errors import ConfigError, ItemNotFound
-from ralph_context.skillbook import read_skillbook, record_feedback, usefulness
+from ralph_context.skillbook.formats import read_skillbook, record_feedback, usefulness
 from tests.helpers import Loader, SettingsFactory
 
 V1: dict[str, object] = {

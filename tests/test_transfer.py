@@ -13,7 +13,7 @@ import pytest
 
 from ralph_context import Engine, InvalidInput
 from ralph_context.models import IterationResult
-from ralph_context.transfer import FORMAT, export_store, import_store
+from ralph_context.transfer.export_import import FORMAT, export_store, import_store
 from tests.helpers import Loader, SettingsFactory
 from tests.server_process import CLI, environment
 

@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from ralph_context import namespaces
-from ralph_context.cli_app import App, ConfigOption
-from ralph_context.cli_output import err, fail, load_settings
+from ralph_context.cli.base import App, ConfigOption
+from ralph_context.cli.output import err, fail, load_settings
 from ralph_context.errors import InvalidInput
 
 __all__ = ["namespaces_command", "token_app"]

@@ -19,8 +19,8 @@ import anyio
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ralph_context.cli_app import App, LogOption
-from ralph_context.cli_output import err, fail, start_logging
+from ralph_context.cli.base import App, LogOption
+from ralph_context.cli.output import err, fail, start_logging
 from ralph_context.errors import RalphContextError
 from ralph_context.object_location import ObjectLocation
 

@@ -18,16 +18,16 @@ from typing import Annotated
 import typer
 
 from ralph_context import __version__
-from ralph_context.cli_access import namespaces_command, token_app
-from ralph_context.cli_app import GLOBAL, App, ConfigOption, LogOption
-from ralph_context.cli_bench import bench_app
-from ralph_context.cli_hook import hook_command
-from ralph_context.cli_items import demo, forget, search, store
-from ralph_context.cli_model import model_app
-from ralph_context.cli_output import out
-from ralph_context.cli_serve import console, init, ralph_app, serve
-from ralph_context.cli_store import export_, health, import_, redact, reindex, stats
-from ralph_context.cli_studio import studio_app
+from ralph_context.cli.access import namespaces_command, token_app
+from ralph_context.cli.base import GLOBAL, App, ConfigOption, LogOption
+from ralph_context.cli.bench import bench_app
+from ralph_context.cli.hook import hook_command
+from ralph_context.cli.items import demo, forget, search, store
+from ralph_context.cli.model import model_app
+from ralph_context.cli.output import out
+from ralph_context.cli.serve import console, init, ralph_app, serve
+from ralph_context.cli.store import export_, health, import_, redact, reindex, stats
+from ralph_context.cli.studio import studio_app
 
 __all__ = ["app", "main"]
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
-from ralph_context.cli_output import fail
+from ralph_context.cli.output import fail
 from ralph_context.config import Settings
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
 

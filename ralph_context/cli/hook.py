@@ -18,7 +18,7 @@ from typing import Annotated
 import anyio
 import typer
 
-from ralph_context.cli_app import AgentName
+from ralph_context.cli.base import AgentName
 
 __all__ = ["hook_command"]
 
@@ -51,7 +51,7 @@ def hook_command(
     raw = sys.stdin.buffer.read()
     if client is not None:
         # Reached with options (``--config``); the bare form skips Typer (``__main__``).
-        from ralph_context.agents.hook import run as run_agent_hook
+        from ralph_context.integrations.agents.hook import run as run_agent_hook
 
         answer = run_agent_hook(client.value, raw)
         if answer:
@@ -65,7 +65,11 @@ def hook_command(
 
 
 def _run(raw: bytes, deadline: float, config: Path | None, log_level: str | None) -> None:
-    from ralph_context.ralph_v2.payload import WORK_EVENTS, PayloadRefused, read_payload
+    from ralph_context.integrations.ralph_v2.payload import (
+        WORK_EVENTS,
+        PayloadRefused,
+        read_payload,
+    )
 
     try:
         payload = read_payload(raw)
@@ -77,8 +81,8 @@ def _run(raw: bytes, deadline: float, config: Path | None, log_level: str | None
     # Imported only for work: a hook process starts for every event, and these take ~1 s.
     from ralph_context._logging import configure_logging
     from ralph_context.config import Settings, default_file
-    from ralph_context.ralph_v2.client import open_memory
-    from ralph_context.ralph_v2.hook import handle
+    from ralph_context.integrations.ralph_v2.client import open_memory
+    from ralph_context.integrations.ralph_v2.hook import handle
 
     workspace = Path(payload.loop.workspace)
     if workspace.is_dir():

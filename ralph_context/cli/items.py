@@ -16,10 +16,10 @@ import typer
 from rich.table import Table
 
 from ralph_context.arguments import MAX_ITEMS, MIN_SCORE_HELP, NewItem, build_item, check_query
-from ralph_context.cli_app import ConfigOption, JsonOption, LogOption
-from ralph_context.cli_engine import checked, engine_for, reader_for, run
-from ralph_context.cli_output import emit_json, fail, load_settings, out
-from ralph_context.forgetting import check_selection
+from ralph_context.cli.base import ConfigOption, JsonOption, LogOption
+from ralph_context.cli.engine import checked, engine_for, reader_for, run
+from ralph_context.cli.output import emit_json, fail, load_settings, out
+from ralph_context.lifecycle.forgetting import check_selection
 from ralph_context.metadata_filter import parse_condition
 from ralph_context.models import ContextType, RetrievalResult
 from ralph_context.validation import check_source

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ralph_context.cli_app import App, ConfigOption, LogOption
-from ralph_context.cli_output import err, fail, load_settings, out
+from ralph_context.cli.base import App, ConfigOption, LogOption
+from ralph_context.cli.output import err, fail, load_settings, out
 from ralph_context.errors import RalphContextError
 
 __all__ = ["model_app"]

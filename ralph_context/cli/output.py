@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ralph_context._logging import configure_logging
-from ralph_context.cli_app import GLOBAL
+from ralph_context.cli.base import GLOBAL
 from ralph_context.config import Settings
 from ralph_context.errors import ConfigError
 

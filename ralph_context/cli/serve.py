@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from ralph_context import namespaces
-from ralph_context.cli_app import (
+from ralph_context.cli.base import (
     AgentName,
     App,
     ClientTransport,
@@ -23,13 +23,13 @@ from ralph_context.cli_app import (
     RalphVersion,
     ServeTransport,
 )
-from ralph_context.cli_engine import run
-from ralph_context.cli_output import err, fail, load_settings, out
+from ralph_context.cli.engine import run
+from ralph_context.cli.output import err, fail, load_settings, out
 from ralph_context.config import Settings, default_file
 from ralph_context.errors import ConfigError, RalphContextError
 
 if TYPE_CHECKING:
-    from ralph_context.agents.files import FileEdit
+    from ralph_context.integrations.agents.files import FileEdit
 
 __all__ = ["console", "init", "ralph_app", "serve"]
 
@@ -194,8 +194,8 @@ def init(
     ] = False,
 ) -> None:
     """Register the server in the project's .mcp.json, wire an agent, or set up Ralph v2."""
-    from ralph_context.mcp_json import register, server_entry
-    from ralph_context.ralph_v2 import setup
+    from ralph_context.integrations.mcp_json import register, server_entry
+    from ralph_context.integrations.ralph_v2 import setup
 
     if not project.is_dir():
         raise fail(f"--project {str(project)!r} is not a folder", 2)
@@ -239,7 +239,7 @@ def init(
 def _agent_edits(
     project: Path, agent: AgentName, entry: dict[str, Any], *, remove: bool
 ) -> tuple[FileEdit, ...]:
-    from ralph_context.agents import setup as agents
+    from ralph_context.integrations.agents import setup as agents
 
     try:
         return agents.plan(project, agent.value, entry, remove=remove)
@@ -272,7 +272,7 @@ def _apply_agent(
 
 
 def _init_ralph_v2(project: Path, entry: dict[str, Any], *, dry_run: bool) -> None:
-    from ralph_context.ralph_v2 import setup
+    from ralph_context.integrations.ralph_v2 import setup
 
     try:
         change = setup.plan(project, entry)

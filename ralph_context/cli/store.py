@@ -19,15 +19,15 @@ import typer
 from rich.table import Table
 
 from ralph_context import namespaces
-from ralph_context.cli_app import ConfigOption, JsonOption, LogOption
-from ralph_context.cli_engine import engine_for, reader_for, run
-from ralph_context.cli_output import emit_json, err, fail, load_settings, out
+from ralph_context.cli.base import ConfigOption, JsonOption, LogOption
+from ralph_context.cli.engine import engine_for, reader_for, run
+from ralph_context.cli.output import emit_json, err, fail, load_settings, out
 from ralph_context.errors import RalphContextError
 
 if TYPE_CHECKING:
     from ralph_context.engine import EngineHealth
     from ralph_context.storage.lance_store import StoreStats
-    from ralph_context.transfer import TransferReport
+    from ralph_context.transfer.export_import import TransferReport
 
 __all__ = ["export_", "health", "import_", "redact", "reindex", "stats"]
 
@@ -60,7 +60,7 @@ def export_(
     log_level: LogOption = None,
 ) -> None:
     """Write the store (items, archived items, iterations) as JSON lines."""
-    from ralph_context.transfer import export_store
+    from ralph_context.transfer.export_import import export_store
 
     settings = load_settings(config, log_level)
 
@@ -82,7 +82,7 @@ def import_(
     log_level: LogOption = None,
 ) -> None:
     """Store what an export wrote; items already in the store are skipped."""
-    from ralph_context.transfer import import_store
+    from ralph_context.transfer.export_import import import_store
 
     settings = load_settings(config, log_level)
     if not path.is_file():
@@ -206,7 +206,7 @@ def redact(
     """Redact the secrets a store already holds (written before redaction, or with other
     rules): items, archived items and originals, iteration records and the packs' tables
     are rewritten with the current rules, then the old versions are dropped from disk."""
-    from ralph_context.redact_pass import redact_store
+    from ralph_context.transfer.redact import redact_store
 
     settings = load_settings(config, log_level)
 

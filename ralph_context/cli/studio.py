@@ -18,8 +18,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ralph_context.cli_app import GLOBAL, App, ConfigOption, LogOption
-from ralph_context.cli_output import err, fail, start_logging
+from ralph_context.cli.base import GLOBAL, App, ConfigOption, LogOption
+from ralph_context.cli.output import err, fail, start_logging
 from ralph_context.config import Settings
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
 

@@ -31,8 +31,8 @@ from ralph_context.arguments import (
     check_query,
 )
 from ralph_context.embeddings.local import Vectors
-from ralph_context.engine_loop import IterationLoop
-from ralph_context.engine_wiring import EngineHealth
+from ralph_context.engine.loop import IterationLoop
+from ralph_context.engine.wiring import EngineHealth
 from ralph_context.errors import (
     ItemNotFound,
     StoreError,
@@ -45,7 +45,7 @@ from ralph_context.models import (
     JsonValue,
     RetrievalResult,
 )
-from ralph_context.retrieval import Candidates
+from ralph_context.retrieval.retriever import Candidates
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import MaintenanceReport, StoreStats
 from ralph_context.storage.pack_space import PackSpace

@@ -9,7 +9,15 @@ from collections.abc import Sequence
 
 import structlog
 
-from ralph_context.actors.lifecycle import (
+from ralph_context.arguments import NewItem, check_iteration_step
+from ralph_context.engine.wiring import NOT_STARTED, EngineWiring
+from ralph_context.errors import (
+    ActorUnavailable,
+    InvalidInput,
+    ItemNotFound,
+    RalphContextError,
+)
+from ralph_context.lifecycle.actor import (
     LifecycleReport,
     LifecycleRequest,
     Progress,
@@ -17,15 +25,7 @@ from ralph_context.actors.lifecycle import (
     RunLifecycle,
     SummarizeOld,
 )
-from ralph_context.arguments import NewItem, check_iteration_step
-from ralph_context.engine_wiring import NOT_STARTED, EngineWiring
-from ralph_context.errors import (
-    ActorUnavailable,
-    InvalidInput,
-    ItemNotFound,
-    RalphContextError,
-)
-from ralph_context.forgetting import ForgetReport, check_selection
+from ralph_context.lifecycle.forgetting import ForgetReport, check_selection
 from ralph_context.models import (
     ITERATION_ERROR_TAG,
     ContextItem,

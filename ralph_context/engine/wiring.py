@@ -19,8 +19,6 @@ import structlog
 from ralph_context._logging import ensure_logging
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.inference import InferenceActor
-from ralph_context.actors.lifecycle import LifecycleActor
-from ralph_context.actors.scoring import ScoringActor
 from ralph_context.actors.settle import settle_store
 from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, build_item
@@ -31,13 +29,15 @@ from ralph_context.errors import (
     RalphContextError,
     StoreError,
 )
+from ralph_context.lifecycle.actor import LifecycleActor
 from ralph_context.models import ContextItem, Tier
 from ralph_context.observed import Observations
 from ralph_context.privacy import Redactor, counted
-from ralph_context.retrieval import Retriever
+from ralph_context.retrieval.retriever import Retriever
+from ralph_context.retrieval.scoring_actor import ScoringActor
 from ralph_context.runtime import Foreground, HealthSnapshot, Supervisor
 from ralph_context.runtime.heap import release_heap, settle_heap
-from ralph_context.skillbook_sync import SkillbookSync
+from ralph_context.skillbook.sync import SkillbookSync
 
 __all__ = ["NOT_STARTED", "EngineHealth", "EngineWiring"]
 

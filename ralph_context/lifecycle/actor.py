@@ -18,7 +18,6 @@ import structlog
 from ralph_context.actors.embedding import EmbeddingActor
 from ralph_context.actors.inference import InferenceActor
 from ralph_context.actors.storage import StorageActor
-from ralph_context.actors.summarizer import EXTRACTIVE, NO_SUMMARY, PassSummarizer
 from ralph_context.config import Settings
 from ralph_context.errors import RalphContextError
 from ralph_context.lifecycle.policy import (
@@ -29,6 +28,7 @@ from ralph_context.lifecycle.policy import (
     victims,
 )
 from ralph_context.lifecycle.summarize import worth_summarizing
+from ralph_context.lifecycle.summarizer import EXTRACTIVE, NO_SUMMARY, PassSummarizer
 from ralph_context.models import ContextState
 from ralph_context.observed import Observations, PassRecord
 from ralph_context.privacy import Redactor

@@ -19,7 +19,7 @@ from lancedb.query import MatchQuery
 from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.packs.tables import PackTable
-from ralph_context.scoring import lexical_evidence, match_strength
+from ralph_context.retrieval.scoring import lexical_evidence, match_strength
 from ralph_context.storage.vectors import vector_list, vector_matrix
 
 __all__ = ["Hit", "hybrid_search", "vector_search"]

@@ -16,7 +16,7 @@ from ralph_context.actors.storage import TextHit, VectorHit
 from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
-from ralph_context.scoring import Candidate, lexical_evidence, match_strength, standouts
+from ralph_context.retrieval.scoring import Candidate, lexical_evidence, match_strength, standouts
 from ralph_context.storage.threads import place
 
 __all__ = [

@@ -28,10 +28,13 @@ import anyio
 import structlog
 
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
-from ralph_context.actors.scoring import ScoringActor
 from ralph_context.actors.storage import Adjacent, StorageActor, TextHit, VectorHit
 from ralph_context.arguments import Query
-from ralph_context.candidate_pool import (
+from ralph_context.config import Settings
+from ralph_context.embeddings.local import Vectors
+from ralph_context.errors import ActorUnavailable, StoreError
+from ralph_context.models import RetrievalResult, RetrievedItem, Tier
+from ralph_context.retrieval.candidate_pool import (
     CANDIDATE_FACTOR,
     LEXICAL_FACTOR,
     NEIGHBOUR_SEEDS,
@@ -43,11 +46,8 @@ from ralph_context.candidate_pool import (
     standing_out,
     with_neighbour_match,
 )
-from ralph_context.config import Settings
-from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import ActorUnavailable, StoreError
-from ralph_context.models import RetrievalResult, RetrievedItem, Tier
-from ralph_context.scoring import Candidate, Ranking, item_tokens, rank
+from ralph_context.retrieval.scoring import Candidate, Ranking, item_tokens, rank
+from ralph_context.retrieval.scoring_actor import ScoringActor
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.threads import place
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from ralph_context.config import ScoringSettings
 from ralph_context.models import ContextType
+from ralph_context.retrieval.scoring import Candidate, Ranking, rank
 from ralph_context.runtime import Actor
-from ralph_context.scoring import Candidate, Ranking, rank
 
 __all__ = ["RankRequest", "ScoringActor"]
 
@@ -33,7 +33,7 @@ class RankRequest:
 
 
 class ScoringActor(Actor[RankRequest, Ranking]):
-    """Answers :class:`RankRequest` with a :class:`~ralph_context.scoring.Ranking`."""
+    """Answers :class:`RankRequest` with a :class:`~ralph_context.retrieval.scoring.Ranking`."""
 
     def __init__(self, weights: ScoringSettings, *, timeout: float = 10.0) -> None:
         super().__init__("scoring", inbox_size=256)

@@ -4,7 +4,8 @@ A sync runs when the file's signature (mtime, size) changed since the last one: 
 become ``skill`` items with ids ``skillbook:<skill id>`` and a usefulness computed from their
 counts; edited skills are re-embedded, skills that were removed or deactivated are deleted,
 and a skill whose only change is its counts just gets its new usefulness. Feedback on one of
-these items goes back into the file's counts (:func:`ralph_context.skillbook.record_feedback`).
+these items goes back into the file's counts
+(:func:`ralph_context.skillbook.formats.record_feedback`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from ralph_context.actors.storage import StorageActor
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import InvalidTags
 from ralph_context.models import ContextItem, ContextType
-from ralph_context.skillbook import FileSignature, Skill, read_skillbook, record_feedback, signature
+from ralph_context.skillbook.formats import (
+    FileSignature,
+    Skill,
+    read_skillbook,
+    record_feedback,
+    signature,
+)
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.validation import MAX_TAGS, check_tags
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ralph_context.agents.setup import CLAUDE_HOOKS, CODEX_HOOKS
+from ralph_context.integrations.agents.setup import CLAUDE_HOOKS, CODEX_HOOKS
 from tests.test_cli import cli
 
 # A user's own settings, written as a person would: tabs, a one-line group, no final newline.

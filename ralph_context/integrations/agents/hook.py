@@ -138,7 +138,7 @@ def _dispatch(
     if event not in EVENTS[client]:
         return "", "ignored: not an event this hook handles"
     if event in _RALPH_EVENTS and environ.get("RALPH_WORKSPACE_ROOT"):
-        from ralph_context.agents.ralph import defers_to_ralph
+        from ralph_context.integrations.agents.ralph import defers_to_ralph
 
         # Ralph v2 runs Codex as a backend too; its memories.md reaches any backend's prompt.
         if defers_to_ralph(event, environ):

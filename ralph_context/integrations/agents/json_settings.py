@@ -22,8 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ralph_context.agents.jsonedit import JsonProblem, Node, append, load, remove, replace
 from ralph_context.errors import AgentFileInvalid
+from ralph_context.integrations.agents.jsonedit import (
+    JsonProblem,
+    Node,
+    append,
+    load,
+    remove,
+    replace,
+)
 
 __all__ = [
     "EMPTY",

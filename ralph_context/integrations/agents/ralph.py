@@ -48,7 +48,7 @@ def v2_hook_wired(workspace: Path) -> bool:
     ``init --ralph v2`` writes it (read as Ralph reads it; unreadable means no)."""
     import yaml
 
-    from ralph_context.ralph_v2.setup import HOOK_NAME, RALPH_YML
+    from ralph_context.integrations.ralph_v2.setup import HOOK_NAME, RALPH_YML
 
     try:
         document = yaml.safe_load((workspace / RALPH_YML).read_text(encoding="utf-8"))

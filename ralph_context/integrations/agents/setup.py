@@ -23,9 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from ralph_context.agents.codex_toml import add_block, remove_block
-from ralph_context.agents.files import FileEdit, read_text
-from ralph_context.agents.json_settings import (
+from ralph_context.integrations.agents.codex_toml import add_block, remove_block
+from ralph_context.integrations.agents.files import FileEdit, read_text
+from ralph_context.integrations.agents.json_settings import (
     EMPTY,
     HookSpec,
     add_hooks,
@@ -34,7 +34,7 @@ from ralph_context.agents.json_settings import (
     remove_hooks,
     remove_server,
 )
-from ralph_context.mcp_json import MCP_JSON, SERVER_NAME
+from ralph_context.integrations.mcp_json import MCP_JSON, SERVER_NAME
 
 __all__ = ["CLAUDE_HOOKS", "CODEX_HOOKS", "Agent", "installed_script", "plan"]
 

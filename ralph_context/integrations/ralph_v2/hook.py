@@ -31,11 +31,11 @@ import structlog
 import yaml
 
 from ralph_context.atomic import write_text_atomically
+from ralph_context.integrations.ralph_v2 import memories
+from ralph_context.integrations.ralph_v2.client import Memory, ReadOnly
+from ralph_context.integrations.ralph_v2.payload import WORK_EVENTS, HookPayload
+from ralph_context.integrations.ralph_v2.workspace import Event, Workspace
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
-from ralph_context.ralph_v2 import memories
-from ralph_context.ralph_v2.client import Memory, ReadOnly
-from ralph_context.ralph_v2.payload import WORK_EVENTS, HookPayload
-from ralph_context.ralph_v2.workspace import Event, Workspace
 from ralph_context.validation import MAX_SOURCE_CHARS
 
 __all__ = ["MEMORY_TAG", "LoopState", "Report", "handle", "loop_thread"]
