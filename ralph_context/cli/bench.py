@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ralph_context.cli.base import App, LogOption
+from ralph_context.cli.bench_report import LOCOMO_HINT, NO_BENCHMARKS, NO_BM25, progress_bar, report
 from ralph_context.cli.output import err, fail, start_logging
 from ralph_context.errors import RalphContextError
 from ralph_context.object_location import ObjectLocation
@@ -37,52 +36,6 @@ class AbAgent(StrEnum):
 bench_app = App(
     help="Benchmarks: A/B loops with memory, LoCoMo retrieval recall, latency, the console."
 )
-
-_NO_BENCHMARKS = (
-    "the benchmarks package is not importable: run from a source checkout of ralph-context "
-    "(bash .ci/setup installs it in editable mode)"
-)
-_LOCOMO_HINT = (
-    "bench retrieval needs --data: a LoCoMo JSON file (locomo10.json from "
-    "https://github.com/snap-research/LoCoMo, data/ folder, CC BY-NC 4.0; or a split of it)"
-)
-
-
-_NO_BM25 = (
-    "the LongMemEval bench's BM25 baseline needs rank-bm25: pip install 'ralph-context[bench]'"
-)
-
-
-def report(
-    results: dict[str, Any],
-    out: Path,
-    write_outputs: Callable[[dict[str, Any], Path], list[Path]],
-    markdown: Callable[[dict[str, Any]], str],
-) -> None:
-    """Write a harness's files and show its table."""
-    paths = write_outputs(results, out)
-    err.print(markdown(results), highlight=False)
-    err.print("wrote " + ", ".join(str(p) for p in paths))
-
-
-@contextmanager
-def progress_bar(label: str) -> Iterator[Callable[[int], Callable[[], None]]]:
-    """A rich bar on stderr; yields ``start(total) -> tick``."""
-    bar = Progress(
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    )
-
-    def start(total: int) -> Callable[[], None]:
-        task = bar.add_task(label, total=total)
-        return lambda: bar.advance(task)
-
-    with bar:
-        yield start
 
 
 @bench_app.command("retrieval")
@@ -134,11 +87,11 @@ def retrieval(
     --scenarios and --paraphrases do not apply)."""
     start_logging(log_level)
     if data is None:
-        raise fail(_LOCOMO_HINT)
+        raise fail(LOCOMO_HINT)
     try:
         from benchmarks.retrieval.longmemeval import is_longmemeval
     except ImportError:
-        raise fail(_NO_BENCHMARKS) from None
+        raise fail(NO_BENCHMARKS) from None
     if is_longmemeval(data):
         _longmemeval(data, out, questions)
         return
@@ -146,7 +99,7 @@ def retrieval(
         from benchmarks.retrieval.locomo import LocomoFormatError
         from benchmarks.retrieval.run import evaluate, markdown, write_outputs
     except ImportError:
-        raise fail(_NO_BENCHMARKS) from None
+        raise fail(NO_BENCHMARKS) from None
     with progress_bar("questions") as start:
         try:
             results = anyio.run(
@@ -173,8 +126,8 @@ def _longmemeval(data: Path, out: Path, questions: int | None) -> None:
         from benchmarks.retrieval.longmemeval_run import evaluate
     except ModuleNotFoundError as exc:
         if exc.name == "rank_bm25":
-            raise fail(_NO_BM25) from None
-        raise fail(_NO_BENCHMARKS) from None
+            raise fail(NO_BM25) from None
+        raise fail(NO_BENCHMARKS) from None
     with progress_bar("questions") as start:
         try:
             results = anyio.run(lambda: evaluate(data, questions=questions, progress=start))
@@ -219,7 +172,7 @@ def ab(
         from benchmarks.ab.run import DEFAULT_SUITE, Plan, evaluate, markdown, write_outputs
         from benchmarks.ab.suite import SuiteError, load_suite
     except ImportError:
-        raise fail(_NO_BENCHMARKS) from None
+        raise fail(NO_BENCHMARKS) from None
     try:
         loaded = load_suite(suite or DEFAULT_SUITE)
     except SuiteError as exc:
@@ -273,7 +226,7 @@ def latency(
     loop with the lifecycle on; RSS, store size, MCP ingest rates."""
     start_logging(log_level)
     if data is None:
-        raise fail(_LOCOMO_HINT.replace("bench retrieval", "bench latency"))
+        raise fail(LOCOMO_HINT.replace("bench retrieval", "bench latency"))
     try:
         sizes = [int(part) for part in items.split(",") if part.strip()]
     except ValueError:
@@ -285,7 +238,7 @@ def latency(
     try:
         from benchmarks.latency.suite import markdown, measure, write_outputs
     except ImportError:
-        raise fail(_NO_BENCHMARKS) from None
+        raise fail(NO_BENCHMARKS) from None
     with progress_bar("phases") as start:
         results = anyio.run(
             lambda: measure(
@@ -330,12 +283,12 @@ def replicas(
     long a write takes to be found on another replica."""
     start_logging(log_level)
     if data is None:
-        raise fail(_LOCOMO_HINT.replace("bench retrieval", "bench replicas"))
+        raise fail(LOCOMO_HINT.replace("bench retrieval", "bench replicas"))
     try:
         from benchmarks.replicas.endpoint import Endpoint, local_endpoint
         from benchmarks.replicas.run import markdown, measure, write_outputs
     except ImportError:
-        raise fail(_NO_BENCHMARKS) from None
+        raise fail(NO_BENCHMARKS) from None
     try:
         remote = ObjectLocation(store) if store is not None else None
     except ValueError as exc:
@@ -381,11 +334,11 @@ def console(
     a store of --items, through a real server; target 300 ms a page."""
     start_logging(log_level)
     if data is None:
-        raise fail(_LOCOMO_HINT.replace("bench retrieval", "bench console"))
+        raise fail(LOCOMO_HINT.replace("bench retrieval", "bench console"))
     try:
         from benchmarks.console.run import markdown, measure, write_outputs
     except ImportError:
-        raise fail(_NO_BENCHMARKS) from None
+        raise fail(NO_BENCHMARKS) from None
     results = measure(data, items=items, iterations=iterations, requests=requests)
     report(results, out, write_outputs, markdown)
 
@@ -419,7 +372,7 @@ def peer(
     ingest time and disk, with the machine's load."""
     start_logging(log_level)
     if data is None:
-        raise fail(_LOCOMO_HINT.replace("bench retrieval", "bench peer"))
+        raise fail(LOCOMO_HINT.replace("bench retrieval", "bench peer"))
     try:
         from benchmarks.peer.model_files import ModelFilesError
         from benchmarks.peer.report import markdown, write_outputs
@@ -428,7 +381,7 @@ def peer(
         from benchmarks.retrieval.locomo import LocomoFormatError
         from benchmarks.retrieval.over_mcp import ToolFailed
     except ImportError:
-        raise fail(_NO_BENCHMARKS) from None
+        raise fail(NO_BENCHMARKS) from None
     with progress_bar("questions") as start:
         try:
             results = measure(

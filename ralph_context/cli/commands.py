@@ -4,11 +4,11 @@ Every command takes ``--config PATH``; ``--json`` prints machine-readable output
 Logs go to stderr. Errors print one readable message and exit non-zero (2 for bad input or
 configuration, 1 for everything else) without touching the store.
 
-This module composes the command groups, each in its own module: ``cli_items`` (store,
-search, forget, demo), ``cli_store`` (stats, health, export, import, reindex, redact), ``cli_serve``
-(serve, console, init, ralph run), ``cli_model``, ``cli_bench``, ``cli_studio``, ``cli_access``
-(token, namespaces) and ``cli_hook``. They share ``cli_app`` (the Typer app and common
-options), ``cli_output`` (settings, errors, printing) and ``cli_engine`` (the engine).
+This module composes the command groups, each in its own module of ``cli/``: ``items``
+(store, search, forget, demo), ``store`` (stats, health, export, import, reindex, redact),
+``serve`` (serve, console, init, ralph run), ``model``, ``bench``, ``studio``, ``access``
+(token, namespaces) and ``hook``. They share ``base`` (the Typer app and common options),
+``output`` (settings, errors, printing) and ``engine`` (the engine).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Ranked search over a pack table: vector, full-text, or both (hybrid).
 
-Same recipe as the context store (``retrieval.py``): a vector half ranked by exact cosine
+Same recipe as the context store (``retrieval/retriever.py``): a vector half ranked by exact cosine
 computed here from the returned vectors, a BM25 half as evidence on its absolute scale
 (``scoring.lexical_evidence``), and the context store's own match (``scoring.match_strength``)
 when both are present.

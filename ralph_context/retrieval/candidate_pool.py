@@ -1,7 +1,7 @@
 """The candidate pool of a retrieval: how the two halves' hits become candidates (exact
 cosine, BM25's evidence from ``scoring.lexical_evidence``, standout among the pool), which
 candidates the similarity gate lets in, and how a candidate's neighbours' match is found.
-Pure functions of hits, apart from ``retrieval.py``, which runs the searches that produce
+Pure functions of hits, apart from ``retriever.py``, which runs the searches that produce
 them.
 """
 

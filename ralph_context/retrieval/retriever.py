@@ -34,6 +34,7 @@ from ralph_context.config import Settings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ActorUnavailable, StoreError
 from ralph_context.models import RetrievalResult, RetrievedItem, Tier
+from ralph_context.retrieval.archive import archive_hits, archived_candidates
 from ralph_context.retrieval.candidate_pool import (
     CANDIDATE_FACTOR,
     LEXICAL_FACTOR,
@@ -164,7 +165,8 @@ class Retriever:
             query.max_items,
         )
         pool = self._pool(halves)
-        pool += self._archived(pool, halves.archived)
+        below = self.settings.retrieval.archive_search_below
+        pool += archived_candidates(pool, halves.archived, below)
         gate = self.settings.retrieval.min_similarity
         passing = [c for c in pool if passes_gate(c, gate)]
         passing = self._join_neighbours(passing, halves.adjacent, probe=halves.vector, among=pool)
@@ -236,7 +238,10 @@ class Retriever:
                 embed_ms = (time.perf_counter() - started) * 1000
                 vector_hits = await self.storage.vector_search(vector, vector_limit, where)
                 best = max((similarity for _, similarity, _ in vector_hits), default=-1.0)
-                archived = await self._archive_hits(vector, best, archive_limit, where)
+                below = self.settings.retrieval.archive_search_below
+                archived = await archive_hits(
+                    self.storage, vector, best, archive_limit, where, below
+                )
             except (ActorUnavailable, StoreError) as exc:
                 # Raised after the group: inside, it would arrive as an ExceptionGroup.
                 failure = exc
@@ -268,32 +273,6 @@ class Retriever:
             embed_ms=0.0,
             search_ms=(time.perf_counter() - started) * 1000,
         )
-
-    async def _archive_hits(
-        self, vector: Vectors, best: float, limit: int, where: ItemFilter
-    ) -> list[VectorHit]:
-        """The archive's nearest items when the best live similarity ``best`` is too weak
-        to trust alone; an archive that cannot be read costs the query only these."""
-        below = self.settings.retrieval.archive_search_below
-        if limit <= 0 or self.storage.archive_empty or best >= below:
-            return []
-        try:
-            return await self.storage.archive_search(vector, limit, where)
-        except StoreError as exc:
-            log.warning("archive_not_searched", error=str(exc))
-            return []
-
-    def _archived(self, pool: Sequence[Candidate], hits: list[VectorHit]) -> list[Candidate]:
-        """Archived candidates, unless a live one (the full-text half's too) is similar
-        enough after all."""
-        below = self.settings.retrieval.archive_search_below
-        if not hits or max((c.similarity for c in pool), default=-1.0) >= below:
-            return []
-        live = {c.item.id for c in pool}
-        # No lexical part (None, not 0): the archive has no full-text index, so its items
-        # are matched by cosine alone rather than marked as sharing no word with the query.
-        found = [Candidate(item, sim, vec, None) for item, sim, vec in hits if item.id not in live]
-        return standing_out(found, pool)
 
     def _seeds(self, max_items: int) -> int:
         """How many of the best full-text hits get their neighbours fetched."""

@@ -2,7 +2,7 @@
 
 ``build_server(holder)`` returns an ``MCPServer`` serving whatever engine the holder carries
 (``serve`` starts one per process and shares it with every connection). Tools, resources and
-prompts reach it through ``EngineHolder`` (``toolkit.py``, shared with the packs); static
+prompts reach it through ``EngineHolder`` (``packs/toolkit.py``, shared with the packs); static
 resources get no request context, so a holder is the one way all three can share it.
 
 Errors: the SDK hides the text of any exception it did not expect and shows pydantic's raw
