@@ -8,74 +8,55 @@ Retrieval never raises on a degraded path. It tries, in order:
 used when the model is missing or the embedding actor is down) → ``none`` (an empty result
 naming why). Whatever served the query is recorded in ``RetrievalResult.tier``.
 
-This module holds what adapters call to store and to search; ``engine_loop.py`` what a loop
-records and the lifecycle scheduled after it; ``engine_wiring.py`` the actors, their
-lifetime and health, and the paths all of it shares.
+``Engine`` owns its parts and delegates to them: the wiring (``wiring.py``: the actors, their
+lifetime and health, the paths every part shares), the item paths (``items.py``: items
+stored and read back, the store as a whole) and the iteration loop (``loop.py``: what a loop
+records, the lifecycle after it). Searching is its own, in this module.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TypeVar
+from types import TracebackType
+from typing import Self, TypeVar
 
-import numpy as np
-
-from ralph_context.arguments import (
-    MAX_CANDIDATES,
-    MAX_ITEMS,
-    MAX_QUERY_CHARS,
-    NewItem,
-    check_browse,
-    check_query,
-)
-from ralph_context.embeddings.local import Vectors
+from ralph_context.actors.embedding import EmbeddingActor
+from ralph_context.actors.inference import InferenceActor
+from ralph_context.actors.storage import StorageActor
+from ralph_context.arguments import MAX_CANDIDATES, MAX_ITEMS, MAX_QUERY_CHARS, NewItem, check_query
+from ralph_context.config import EmbeddingsSettings, Settings
+from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
+from ralph_context.engine.health import EngineHealth
+from ralph_context.engine.items import ItemPage, Items
 from ralph_context.engine.loop import IterationLoop
-from ralph_context.engine.wiring import EngineHealth
-from ralph_context.errors import (
-    ItemNotFound,
-    StoreError,
-)
+from ralph_context.engine.wiring import EngineWiring
+from ralph_context.lifecycle.actor import LifecycleReport, Progress
+from ralph_context.lifecycle.forgetting import ForgetReport
 from ralph_context.metadata_filter import MetadataCondition
 from ralph_context.models import (
     ContextItem,
     ContextState,
     ContextType,
+    IterationResult,
     JsonValue,
     RetrievalResult,
 )
+from ralph_context.observed import Observations
+from ralph_context.privacy import Redactor
 from ralph_context.retrieval.retriever import Candidates
+from ralph_context.runtime import Foreground, Supervisor
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import MaintenanceReport, StoreStats
 from ralph_context.storage.pack_space import PackSpace
-from ralph_context.validation import (
-    check_content,
-    check_int,
-    check_item_id,
-    check_score,
-    check_tags,
-)
+from ralph_context.validation import check_content, check_int, check_tags
 
 __all__ = ["Engine", "EngineHealth", "ItemPage", "NewItem"]
 
 T = TypeVar("T")
 
-# Skills listed by get_skills at most (they are few and curated).
-MAX_SKILLS = 1_000
 
-
-@dataclass(frozen=True)
-class ItemPage:
-    """A page of :meth:`Engine.browse`: its items, how many the filter selects, and where
-    the page starts among them."""
-
-    items: tuple[ContextItem, ...]
-    total: int
-    offset: int
-
-
-class Engine(IterationLoop):
+class Engine:
     """The context engine.
 
     Args:
@@ -93,6 +74,82 @@ class Engine(IterationLoop):
             it and its endpoint). Every other failure of a part degrades instead.
     """
 
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        model_loader: Callable[[EmbeddingsSettings], LocalEmbedder] = load_embedder,
+        read_only: bool = False,
+    ) -> None:
+        self._wiring = EngineWiring(settings, model_loader=model_loader, read_only=read_only)
+        self._items = Items(self._wiring)
+        self._loop = IterationLoop(self._wiring)
+        # The wiring's: the configuration, what it observed, the redactor every text passes.
+        self.settings: Settings = self._wiring.settings
+        self.read_only = read_only
+        self.observed: Observations = self._wiring.observed
+        self.redactor: Redactor = self._wiring.redactor
+
+    async def __aenter__(self) -> Self:
+        await self._wiring.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._wiring.stop(exc_type, exc, tb)
+
+    @property
+    def running(self) -> bool:
+        """True between entering and leaving ``async with``."""
+        return self._wiring.running
+
+    @property
+    def current_iteration(self) -> int:
+        """The lifecycle clock: the latest iteration stored so far."""
+        return self._wiring.current_iteration
+
+    def health(self) -> EngineHealth:
+        """Per-actor health and the tier a query would be served from right now."""
+        return self._wiring.health()
+
+    @property
+    def inference(self) -> InferenceActor:
+        """The language model actor: ``list_models()`` and ``complete(...)`` for the tools.
+
+        It is ``down`` when no model is configured; its calls then raise ``ActorUnavailable``
+        at once, saying how to configure one, and the engine keeps its extractive summaries
+        (``lifecycle.summarizer_model`` names the model that writes them otherwise).
+
+        Raises:
+            ActorUnavailable: The engine is not started.
+        """
+        return self._wiring.inference
+
+    @property
+    def supervisor(self) -> Supervisor:
+        """The running supervisor (for health tooling and fault-injection tests).
+
+        Raises:
+            ActorUnavailable: The engine is not started.
+        """
+        return self._wiring.supervisor
+
+    # The storage actor itself, for the whole-store jobs (transfer/) and tests.
+    def _require_storage(self) -> StorageActor:
+        return self._wiring.require_storage()
+
+    def _require_embedding(self) -> EmbeddingActor:
+        return self._wiring.require_embedding()
+
+    @property
+    def _foreground(self) -> Foreground:
+        return self._wiring.foreground
+
+    # Items one by one: stored, read back, paged (items.py).
     async def store(
         self,
         content: str | bytes,
@@ -104,123 +161,66 @@ class Engine(IterationLoop):
         iteration: int | None = None,
         idempotency_key: str | None = None,
     ) -> ContextItem:
-        """Validate, embed and persist one item.
-
-        If the embedding model is unavailable the item is stored without a vector and stays
-        findable by the text tier. With ``idempotency_key``, a call repeating the key of an
-        earlier one returns the item that one stored and writes nothing (a client that
-        timed out retries safely; see ``storage.requests``).
-
-        ``source`` names the thread the item belongs to (a conversation, a session, a
-        task): with the same ``iteration``, items of one source stored one after another
-        are neighbours in retrieval. ``iteration`` defaults to the latest recorded.
-
-        Raises:
-            InvalidInput: Empty, oversized or non-UTF-8 content, unknown type, bad tags,
-                metadata or source (at most 200 characters, no control characters), an
-                iteration more than ``lifecycle.max_iteration_step`` past the latest, or a
-                key that is not 1-200 characters of text. Nothing is stored.
-            ActorUnavailable: The store itself is down.
-        """
-        entry = NewItem(content, content_type, tags, metadata, source, iteration)
-        if idempotency_key is None:
-            (item,) = await self.store_many([entry])
-            return item
-        key = check_item_id(idempotency_key, name="idempotency_key")
-        built = self._build_item(entry)
-        storage = self._require_storage()
-        with self._foreground.busy():
-            first = storage.request_target(key)
-            if first is not None:
-                found = await storage.get_items([first])
-                if found:
-                    return found[0]
-            (vector,) = await self._embed_documents([built.content])
-            stored, _written = await storage.add_keyed(built, vector, key)
-            return stored
+        """Validate, embed and persist one item; see :meth:`Items.store`."""
+        return await self._items.store(
+            content,
+            content_type,
+            tags=tags,
+            metadata=metadata,
+            source=source,
+            iteration=iteration,
+            idempotency_key=idempotency_key,
+        )
 
     async def store_many(self, entries: Sequence[NewItem]) -> list[ContextItem]:
-        """Store several items with one embedding pass and one write; all or nothing.
-
-        Raises:
-            InvalidInput: Any entry is invalid; nothing is stored.
-            ActorUnavailable: The store itself is down.
-        """
-        items = [self._build_item(entry) for entry in entries]
-        if not items:
-            return []
-        with self._foreground.busy():
-            return await self._persist(items)
+        """Store several items with one embedding pass and one write; all or nothing."""
+        return await self._items.store_many(entries)
 
     async def store_embedded(self, pairs: Sequence[tuple[ContextItem, Vectors]]) -> int:
-        """Bulk path: persist items whose vectors were computed by this engine's model.
-
-        Used by benchmarks to load large stores without re-embedding near-identical texts.
-        Vectors must be unit length and of the model's dimension.
-
-        Raises:
-            StoreError: No model is loaded, or a vector has the wrong shape.
-        """
-        dimension = self._require_embedding_model()
-        limit = self.settings.storage.max_content_bytes
-        # Redacted after embedding here (the caller brings the vectors): a bulk load of
-        # benchmark texts, not a loop's output.
-        pairs = [(self.redactor.item(item), vector) for item, vector in pairs]
-        for item, vector in pairs:
-            check_content(item.content, max_bytes=limit)
-            check_tags(item.tags)
-            if vector.shape != (dimension,) or not np.isfinite(vector).all():
-                raise StoreError(f"item {item.id}: vector must be {dimension} finite numbers")
-            # Similarity is a plain dot product, which is cosine only for unit vectors.
-            if abs(float(np.linalg.norm(vector)) - 1.0) > 1e-3:
-                raise StoreError(f"item {item.id}: vector is not unit length")
-        await self._require_storage().add_items(list(pairs))
-        return len(pairs)
+        """Bulk path: persist items with this engine's vectors; see :meth:`Items.store_embedded`."""
+        return await self._items.store_embedded(pairs)
 
     async def skills(
         self, tags: Sequence[str] | None = None, min_usefulness: float = 0.5
     ) -> list[ContextItem]:
-        """Skills with usefulness at least ``min_usefulness``, most useful first.
-
-        Raises:
-            InvalidInput: Bad tags or threshold.
-        """
-        threshold = check_score(min_usefulness, name="min_score")
-        where = ItemFilter(types=(ContextType.SKILL,), tags_any=check_tags(tags))
-        await self._sync_skillbook()
-        found = await self._require_storage().list_items(where, MAX_SKILLS)
-        kept = [item for item in found if item.usefulness_score >= threshold]
-        kept.sort(key=lambda item: (-item.usefulness_score, -item.created_iteration))
-        return kept
+        """Skills with usefulness at least ``min_usefulness``, most useful first."""
+        return await self._items.skills(tags, min_usefulness)
 
     async def get(self, item_id: str) -> ContextItem:
-        """One item by id, from the hot table or the archive.
-
-        Raises:
-            ItemNotFound: No such item.
-            ActorUnavailable: The store is down.
-        """
-        target = check_item_id(item_id)
-        storage = self._require_storage()
-        found = await storage.get_items([target])
-        if found:
-            return found[0]
-        archived = [e for e in await storage.find_archived([target]) if e.reason == "archived"]
-        if not archived:
-            raise ItemNotFound(f"no context item with id {item_id!r}")
-        return archived[0].item
+        """One item by id, from the hot table or the archive; see :meth:`Items.get`."""
+        return await self._items.get(item_id)
 
     async def original(self, item_id: str) -> str | None:
-        """The full text a summarized item had before summarization, if it was summarized.
+        """The full text a summarized item had before summarization, if it was summarized."""
+        return await self._items.original(item_id)
 
-        Raises:
-            InvalidInput: A malformed id.
-        """
-        target = check_item_id(item_id)
-        found = await self._require_storage().find_archived([target])
-        originals = [e for e in found if e.reason == "original"]
-        return originals[0].item.content if originals else None
+    async def browse(
+        self,
+        *,
+        context_types: Sequence[ContextType | str] | None = None,
+        state: ContextState | str | None = None,
+        tags: Sequence[str] | None = None,
+        min_iteration: int | None = None,
+        max_iteration: int | None = None,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> ItemPage:
+        """A page of stored items, newest first (the console); see :meth:`Items.browse`."""
+        return await self._items.browse(
+            context_types=context_types,
+            state=state,
+            tags=tags,
+            min_iteration=min_iteration,
+            max_iteration=max_iteration,
+            offset=offset,
+            limit=limit,
+        )
 
+    async def stored_per_iteration(self, first: int, last: int) -> dict[int, int]:
+        """Items of the hot table created in each iteration from ``first`` to ``last``."""
+        return await self._items.stored_per_iteration(first, last)
+
+    # Searching (retrieval/).
     async def search(
         self,
         query: str,
@@ -268,8 +268,8 @@ class Engine(IterationLoop):
         )
         started = time.perf_counter()
         with self._foreground.busy():
-            await self._sync_skillbook()
-            result = await self._require_retriever().search(request)
+            await self._wiring.sync_skillbook()
+            result = await self._wiring.require_retriever().search(request)
         elapsed = (time.perf_counter() - started) * 1000
         self.observed.retrieval(elapsed, result.tier, result.degraded_reason)
         return result
@@ -301,92 +301,88 @@ class Engine(IterationLoop):
             else check_int(text_limit, name="text_limit", high=MAX_CANDIDATES)
         )
         where = ItemFilter(tags_any=check_tags(tags))
-        return await self._require_retriever().candidates(text, count, where, text_count)
+        return await self._wiring.require_retriever().candidates(text, count, where, text_count)
 
-    async def browse(
-        self,
-        *,
-        context_types: Sequence[ContextType | str] | None = None,
-        state: ContextState | str | None = None,
-        tags: Sequence[str] | None = None,
-        min_iteration: int | None = None,
-        max_iteration: int | None = None,
-        offset: int = 0,
-        limit: int = 50,
-    ) -> ItemPage:
-        """A page of stored items, newest first, for people looking through a store (the
-        console); loops call :meth:`search`. ``state`` ``archived`` pages the archive, any
-        other state the hot table; ``None``: every item in the hot table.
-
-        Raises:
-            InvalidInput: A bad filter, offset or limit (1-500).
-            ActorUnavailable, StoreError: The store is down.
-        """
-        page = check_browse(context_types, state, tags, min_iteration, max_iteration, offset, limit)
-        items, total = await self._require_storage().page_items(
-            page.where, page.offset, page.limit, archived=page.archived
-        )
-        return ItemPage(tuple(items), total, page.offset)
-
-    async def stored_per_iteration(self, first: int, last: int) -> dict[int, int]:
-        """Items of the hot table created in each iteration from ``first`` to ``last``
-        (an iteration that stored none is missing).
-
-        Raises:
-            InvalidInput: ``first`` or ``last`` is not a non-negative integer.
-            ActorUnavailable, StoreError: The store is down.
-        """
-        low = check_int(first, name="first", low=0)
-        high = check_int(last, name="last", low=0)
-        return await self._require_storage().iteration_counts(low, high)
-
+    # The store as a whole (items.py), and vectors with the engine's model.
     async def in_packs(self, function: Callable[[PackSpace], T]) -> T:
-        """Run a tool pack's blocking table function inside the storage actor (the store's
-        single writer), so pack writes are serialised with every other write.
-
-        Raises:
-            ActorUnavailable: The storage actor is down or slower than the timeout.
-            StoreError: The function failed for a reason other than our typed errors.
-        """
-        redact = self.redactor.clean
-
-        def redacting(space: PackSpace) -> T:
-            space.redact = redact  # pack tables redact the text columns they write
-            return function(space)
-
-        return await self._require_storage().in_packs(redacting)
+        """Run a pack's table function inside the storage actor; see :meth:`Items.in_packs`."""
+        return await self._items.in_packs(function)
 
     async def embed(self, texts: Sequence[str]) -> list[Vectors | None]:
         """One vector per text with the engine's model; ``None`` where the model is
         unavailable (callers fall back to full-text search, as retrieval does)."""
-        return await self._embed_documents(list(texts))
+        return await self._wiring.embed_documents(list(texts))
 
     @property
     def semantic_unavailable(self) -> str | None:
         """Why vectors cannot be made or searched now, or ``None`` when they can."""
-        return self._semantic_unavailable()
+        return self._wiring.semantic_unavailable()
 
     async def stats(self) -> StoreStats:
-        """What is stored: counts by type and state, size, versions, index and model.
-
-        Raises:
-            ActorUnavailable: The store is down.
-        """
-        return await self._require_storage().stats()
+        """What is stored: counts by type and state, size, versions, index and model."""
+        return await self._items.stats()
 
     async def size_bytes(self) -> int:
-        """Bytes the store takes on disk (hot tables, archive, old versions); cheaper than
-        :meth:`stats`, which also scans columns.
-
-        Raises:
-            ActorUnavailable: The store is down.
-        """
-        return await self._require_storage().size_bytes()
+        """Bytes the store takes on disk; cheaper than :meth:`stats`."""
+        return await self._items.size_bytes()
 
     async def maintain(self, *, reclaim: bool = False) -> MaintenanceReport:
-        """Compact the store and build or refresh its indexes now; ``reclaim`` also drops
-        the old versions kept for ``storage.version_retention_minutes`` (on a local store
-        only safe when no other process reads it; on object storage, versions a replica may
-        still read are kept). What was done: on object storage, nothing while another
-        replica holds the maintenance lease (the report's notes say so)."""
-        return await self._require_storage().maintain(reclaim=reclaim)
+        """Compact the store and refresh its indexes now; see :meth:`Items.maintain`."""
+        return await self._items.maintain(reclaim=reclaim)
+
+    # What a loop records and the lifecycle scheduled after it (loop.py).
+    async def record_iteration(
+        self, result: IterationResult, *, idempotency_key: str | None = None
+    ) -> ContextItem | None:
+        """Persist an iteration's result, queue a lifecycle pass (:class:`IterationLoop`)."""
+        return await self._loop.record_iteration(result, idempotency_key=idempotency_key)
+
+    async def iteration(self, number: int) -> IterationResult:
+        """The result reported for iteration ``number``."""
+        return await self._loop.iteration(number)
+
+    async def recent_iterations(self, last_n: int = 5) -> list[IterationResult]:
+        """The last ``last_n`` iterations, newest first."""
+        return await self._loop.recent_iterations(last_n)
+
+    async def run_lifecycle(
+        self, *, dry_run: bool = False, progress: Progress | None = None
+    ) -> LifecycleReport:
+        """Age, summarize, archive and prune now (normally queued after each iteration)."""
+        return await self._loop.run_lifecycle(dry_run=dry_run, progress=progress)
+
+    async def summarize_old(
+        self, older_than: int = 20, *, dry_run: bool = False, progress: Progress | None = None
+    ) -> LifecycleReport:
+        """Summarize items older than ``older_than`` iterations, originals archived."""
+        return await self._loop.summarize_old(older_than, dry_run=dry_run, progress=progress)
+
+    async def prune_low_value(
+        self, min_score: float = 0.3, *, dry_run: bool = False, progress: Progress | None = None
+    ) -> LifecycleReport:
+        """Delete items (hot and archived) whose usefulness is below ``min_score``."""
+        return await self._loop.prune_low_value(min_score, dry_run=dry_run, progress=progress)
+
+    async def forget(
+        self,
+        *,
+        item_ids: Sequence[str] | None = None,
+        context_types: Sequence[ContextType | str] | None = None,
+        tags: Sequence[str] | None = None,
+        older_than_iteration: int | None = None,
+        iterations: Sequence[int] | None = None,
+        dry_run: bool = False,
+    ) -> ForgetReport:
+        """Delete what the selectors pick, then scrub the store (:class:`IterationLoop`)."""
+        return await self._loop.forget(
+            item_ids=item_ids,
+            context_types=context_types,
+            tags=tags,
+            older_than_iteration=older_than_iteration,
+            iterations=iterations,
+            dry_run=dry_run,
+        )
+
+    async def mark_useful(self, item_id: str, helpful: bool, reason: str | None = None) -> float:
+        """Record feedback on an item; returns its new usefulness (:class:`IterationLoop`)."""
+        return await self._loop.mark_useful(item_id, helpful, reason)

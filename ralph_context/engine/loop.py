@@ -1,6 +1,7 @@
 """What an iteration loop records, and the lifecycle the engine schedules for it:
 iteration results (with their errors as items), lifecycle passes, forgetting, usefulness
-feedback. ``Engine`` inherits these; see ``engine_wiring.py`` for the state they use.
+feedback. ``Engine`` owns one ``IterationLoop`` and delegates these calls to it; the loop
+reaches the actors and the lifecycle clock through the engine's wiring (``wiring.py``).
 """
 
 from __future__ import annotations
@@ -53,8 +54,11 @@ UNHELPFUL_DELTA = -0.15
 _SAME_ITERATION_ERRORS = 100
 
 
-class IterationLoop(EngineWiring):
-    """The loop's records and the lifecycle scheduling of :class:`Engine`."""
+class IterationLoop:
+    """The loop's records and the lifecycle scheduling of :class:`Engine`, on its wiring."""
+
+    def __init__(self, wiring: EngineWiring) -> None:
+        self._wiring = wiring
 
     async def record_iteration(
         self, result: IterationResult, *, idempotency_key: str | None = None
@@ -75,17 +79,17 @@ class IterationLoop(EngineWiring):
         """
         check_iteration_step(
             result.iteration,
-            latest=self._iteration,
-            step=self.settings.lifecycle.max_iteration_step,
+            latest=self._wiring.current_iteration,
+            step=self._wiring.settings.lifecycle.max_iteration_step,
         )
-        limit = self.settings.storage.max_content_bytes
+        limit = self._wiring.settings.storage.max_content_bytes
         check_text(result.summary, name="summary", max_chars=limit)
         if result.error is not None:
             check_text(result.error, name="error", max_chars=limit)
         for name, values in (("tool_calls", result.tool_calls), ("artifacts", result.artifacts)):
             for value in values:
                 check_text(value, name=name)
-        result = self.redactor.iteration(result)
+        result = self._wiring.redactor.iteration(result)
         key = None
         if idempotency_key is not None:
             key = check_item_id(idempotency_key, name="idempotency_key")
@@ -94,7 +98,7 @@ class IterationLoop(EngineWiring):
                 return repeated[0]
         error_item = None
         if result.error is not None and result.error.strip():
-            error_item = self._build_item(
+            error_item = self._wiring.build_item(
                 NewItem(
                     result.error,
                     ContextType.ERROR,
@@ -104,17 +108,17 @@ class IterationLoop(EngineWiring):
                     iteration=result.iteration,
                 )
             )
-        storage = self._require_storage()
-        with self._foreground.busy():
+        storage = self._wiring.require_storage()
+        with self._wiring.foreground.busy():
             if key is not None and storage.request_target(key) is None:
                 await storage.put_request_key(key, error_item.id if error_item else "")
             await storage.add_iteration(result)
-            self._iteration = max(self._iteration, result.iteration)
+            self._wiring.advance(result.iteration)
             if error_item is not None:
                 error_item = await self._iteration_error(error_item, result.iteration)
-        if not self.settings.lifecycle.auto_run or self._lifecycle is None:
+        if not self._wiring.settings.lifecycle.auto_run or self._wiring.lifecycle is None:
             pass
-        elif not self._lifecycle.tell(RunLifecycle()):
+        elif not self._wiring.lifecycle.tell(RunLifecycle()):
             log.info("lifecycle_not_queued", reason="busy or down; the next iteration retries")
         return error_item
 
@@ -122,7 +126,7 @@ class IterationLoop(EngineWiring):
         """Store an iteration's error item, unless the same error of the same iteration is
         stored already (the iteration was recorded again): then that one. An earlier run's
         different error under the same number is a memory of its own and stays."""
-        stored = await self._require_storage().list_items(
+        stored = await self._wiring.require_storage().list_items(
             ItemFilter(
                 types=(ContextType.ERROR,),
                 tags_any=(ITERATION_ERROR_TAG,),
@@ -134,7 +138,7 @@ class IterationLoop(EngineWiring):
         for item in stored:
             if item.content == error_item.content and item.source == error_item.source:
                 return item
-        (persisted,) = await self._persist([error_item])
+        (persisted,) = await self._wiring.persist([error_item])
         return persisted
 
     async def _repeated_iteration(
@@ -142,7 +146,7 @@ class IterationLoop(EngineWiring):
     ) -> tuple[ContextItem | None] | None:
         """The first call's answer if ``key`` was used for a recorded iteration, else
         ``None`` (a key whose iteration is missing: its writer died before recording)."""
-        storage = self._require_storage()
+        storage = self._wiring.require_storage()
         first = storage.request_target(key)
         if first is None or await storage.iteration(iteration) is None:
             return None
@@ -159,7 +163,7 @@ class IterationLoop(EngineWiring):
             ItemNotFound: No result was stored for it.
         """
         check_int(number, name="iteration", low=0)
-        found = await self._require_storage().iteration(number)
+        found = await self._wiring.require_storage().iteration(number)
         if found is None:
             raise ItemNotFound(f"no result stored for iteration {number}")
         return found
@@ -194,14 +198,14 @@ class IterationLoop(EngineWiring):
         return await self._lifecycle_call(PruneLowValue(threshold, dry_run, progress))
 
     async def _lifecycle_call(self, request: LifecycleRequest) -> LifecycleReport:
-        if self._lifecycle is None:
+        if self._wiring.lifecycle is None:
             raise ActorUnavailable(NOT_STARTED)
         # Plus the time the summarizer model may take: its budget bounds it per pass, and
         # this call may queue behind a background pass spending its own.
-        timeout = self.settings.lifecycle.timeout_seconds
-        if self.settings.lifecycle.summarizer_model is not None:
-            timeout += 2 * self.settings.lifecycle.summarizer_budget_seconds
-        return await self._lifecycle.call(request, timeout=timeout)
+        timeout = self._wiring.settings.lifecycle.timeout_seconds
+        if self._wiring.settings.lifecycle.summarizer_model is not None:
+            timeout += 2 * self._wiring.settings.lifecycle.summarizer_budget_seconds
+        return await self._wiring.lifecycle.call(request, timeout=timeout)
 
     async def forget(
         self,
@@ -224,8 +228,8 @@ class IterationLoop(EngineWiring):
             ActorUnavailable, StoreError: The store is down or read-only.
         """
         selection = check_selection(item_ids, context_types, tags, older_than_iteration, iterations)
-        storage = self._require_storage()
-        with self._foreground.busy():
+        storage = self._wiring.require_storage()
+        with self._wiring.foreground.busy():
             found = await storage.forgettable(selection)
             report = ForgetReport(
                 dry_run,
@@ -257,7 +261,7 @@ class IterationLoop(EngineWiring):
             ActorUnavailable: The store is down.
         """
         check_int(last_n, name="last_n", high=1000)
-        return await self._require_storage().recent_iterations(last_n)
+        return await self._wiring.require_storage().recent_iterations(last_n)
 
     async def mark_useful(self, item_id: str, helpful: bool, reason: str | None = None) -> float:
         """Record feedback on an item; future rankings weigh its usefulness.
@@ -277,15 +281,15 @@ class IterationLoop(EngineWiring):
         if not isinstance(helpful, bool):
             raise InvalidInput(f"helpful must be true or false, got {helpful!r}")
         if reason is not None:
-            reason = self.redactor.clean(check_text(reason, name="reason", max_chars=2_000))
+            reason = self._wiring.redactor.clean(check_text(reason, name="reason", max_chars=2_000))
         delta = HELPFUL_DELTA if helpful else UNHELPFUL_DELTA
-        score = await self._require_storage().adjust_usefulness(target, delta)
-        if self._skillbook is not None:
+        score = await self._wiring.require_storage().adjust_usefulness(target, delta)
+        if self._wiring.skillbook is not None:
             try:
-                await self._skillbook.feedback(target, helpful)
+                await self._wiring.skillbook.feedback(target, helpful)
             except (RalphContextError, OSError) as exc:
                 # The store has the feedback; only the file's counts missed it.
                 log.warning("skillbook_feedback_not_written", item_id=target, error=str(exc))
         log.info("feedback", item_id=target, helpful=helpful, usefulness=score, reason=reason)
-        self.observed.useful(target, helpful, score, reason)
+        self._wiring.observed.useful(target, helpful, score, reason)
         return score

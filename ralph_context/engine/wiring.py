@@ -2,17 +2,15 @@
 health, and the inner paths every part of it shares (embedding documents, persisting
 built items, the background backfill, the skillbook sync).
 
-``Engine`` (``engine.py``) is the facade adapters call; ``IterationLoop``
-(``engine_loop.py``) what a loop records and the lifecycle it schedules. Both build on
-``EngineWiring``, which owns the state they share.
+``Engine`` (``facade.py``) owns one ``EngineWiring`` and the parts built on it
+(``items.py``, ``loop.py``); they reach the actors and the shared state only through
+the methods and properties here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from types import TracebackType
-from typing import Literal, Self
 
 import structlog
 
@@ -24,6 +22,7 @@ from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, build_item
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
+from ralph_context.engine.health import EngineHealth
 from ralph_context.errors import (
     ActorUnavailable,
     RalphContextError,
@@ -35,11 +34,11 @@ from ralph_context.observed import Observations
 from ralph_context.privacy import Redactor, counted
 from ralph_context.retrieval.retriever import Retriever
 from ralph_context.retrieval.scoring_actor import ScoringActor
-from ralph_context.runtime import Foreground, HealthSnapshot, Supervisor
+from ralph_context.runtime import Foreground, Supervisor
 from ralph_context.runtime.heap import release_heap, settle_heap
 from ralph_context.skillbook.sync import SkillbookSync
 
-__all__ = ["NOT_STARTED", "EngineHealth", "EngineWiring"]
+__all__ = ["NOT_STARTED", "EngineWiring"]
 
 log = structlog.get_logger("ralph_context.engine")
 
@@ -54,48 +53,8 @@ SCORING_TIMEOUT = 5.0
 BACKFILL_CHUNKS = 24
 
 
-@dataclass(frozen=True)
-class EngineHealth:
-    """Per-actor health, the tier a query would be served from now, and the model in use."""
-
-    actors: dict[str, HealthSnapshot]
-    tier: Tier
-    model_id: str | None
-    store: str
-    # Optional actors left off by configuration (no language model set up): down, but the
-    # engine is not degraded by their absence.
-    not_configured: frozenset[str] = frozenset()
-    # Items stored without a vector, awaiting a backfill (None: the store is not open, or
-    # is read beside another process's writer).
-    without_vector: int | None = None
-    # Whether stored texts are redacted (off only by ``redaction.enabled: false``), and the
-    # secrets replaced since start, by kind.
-    redaction: bool = True
-    redacted: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        """True when every actor serves (full semantic retrieval)."""
-        return self.tier is Tier.SEMANTIC
-
-    def state(self, name: str) -> str:
-        """Actor ``name``'s state as reported: ``not_configured`` for an optional part left
-        off by configuration (its actor is down by choice; "down" alarmed people who had
-        never set one up)."""
-        return "not_configured" if name in self.not_configured else self.actors[name].state.value
-
-    @property
-    def status(self) -> Literal["healthy", "degraded", "unhealthy"]:
-        """``healthy`` when every configured actor serves, ``degraded`` when queries fall
-        back to a lower tier, ``unhealthy`` when nothing can be retrieved."""
-        required = [a for n, a in self.actors.items() if n not in self.not_configured]
-        if self.tier is Tier.SEMANTIC and all(a.serving for a in required):
-            return "healthy"
-        return "degraded" if self.tier in (Tier.SEMANTIC, Tier.TEXT) else "unhealthy"
-
-
 class EngineWiring:
-    """The actors and their supervisor, started on entering; see :class:`Engine`."""
+    """The actors and their supervisor, started by :meth:`start`; see :class:`Engine`."""
 
     def __init__(
         self,
@@ -114,18 +73,19 @@ class EngineWiring:
         self._lifecycle: LifecycleActor | None = None
         self._inference: InferenceActor | None = None
         self._skillbook: SkillbookSync | None = None
-        # A background backfill is running (see _persist).
+        # A background backfill is running (see persist).
         self._backfilling = False
         self._iteration = 0
         # Searches and stores in flight: lifecycle steps wait until there are none.
-        self._foreground = Foreground()
+        self.foreground = Foreground()
         # Latencies, tiers, lifecycle passes and feedback since start (the console shows them).
         self.observed = Observations()
         # Every text stored passes it first (ralph_context.privacy): before embedding, before
         # the store's files and the logs.
         self.redactor = Redactor(self.settings.redaction)
 
-    async def __aenter__(self) -> Self:
+    async def start(self) -> None:
+        """Start the supervisor and the actors (``Engine.__aenter__``)."""
         ensure_logging(scrub=self.redactor.clean)
         supervisor = Supervisor()
         await supervisor.__aenter__()
@@ -139,7 +99,6 @@ class EngineWiring:
         # Everything started is long-lived: keep full collections from walking it again
         # while requests wait (see settle_heap).
         settle_heap()
-        return self
 
     async def _start_actors(self, supervisor: Supervisor) -> None:
         settings = self.settings
@@ -159,7 +118,7 @@ class EngineWiring:
             location,
             model,
             timeout=settings.storage.timeout_seconds,
-            foreground=self._foreground,
+            foreground=self.foreground,
             read_only=self.read_only,
             lock_at=None if settings.is_ephemeral else settings.store_root(),
         )
@@ -171,7 +130,7 @@ class EngineWiring:
             raise storage.fatal
         if not settings.is_ephemeral and not self.read_only:
             retention = settings.storage.version_retention_minutes * 60
-            foreground = self._foreground
+            foreground = self.foreground
             supervisor.background(
                 lambda: settle_store(storage, retention, lambda: foreground.calm), name="settle"
             )
@@ -200,7 +159,7 @@ class EngineWiring:
             embedding=embedding,
             inference=inference,
             clock=lambda: self._iteration,
-            foreground=self._foreground,
+            foreground=self.foreground,
             observed=self.observed,
             redactor=self.redactor,
         )
@@ -212,7 +171,7 @@ class EngineWiring:
             storage=storage,
             scoring=scoring,
             clock=lambda: self._iteration,
-            semantic_unavailable=self._semantic_unavailable,
+            semantic_unavailable=self.semantic_unavailable,
         )
         if self.read_only:
             return  # no backfill, no skillbook sync: both write
@@ -221,18 +180,19 @@ class EngineWiring:
             self._skillbook = SkillbookSync(
                 settings.skillbook_path(),
                 storage,
-                self._embed_documents,
+                self.embed_documents,
                 lambda: self._iteration,
                 redact=self.redactor.item,
             )
-            await self._sync_skillbook()
+            await self.sync_skillbook()
 
-    async def __aexit__(
+    async def stop(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Stop the actors and the supervisor (``Engine.__aexit__``)."""
         supervisor, self._supervisor = self._supervisor, None
         if supervisor is not None:
             try:
@@ -250,6 +210,20 @@ class EngineWiring:
         """The lifecycle clock: the latest iteration stored so far."""
         return self._iteration
 
+    def advance(self, iteration: int) -> None:
+        """Move the lifecycle clock on to ``iteration`` (a recorded one); never back."""
+        self._iteration = max(self._iteration, iteration)
+
+    @property
+    def lifecycle(self) -> LifecycleActor | None:
+        """The lifecycle actor, once started."""
+        return self._lifecycle
+
+    @property
+    def skillbook(self) -> SkillbookSync | None:
+        """The skillbook sync, when the engine writes and a skillbook is configured."""
+        return self._skillbook
+
     def health(self) -> EngineHealth:
         """Per-actor health and the tier a query would be served from right now."""
         supervisor = self._supervisor
@@ -257,7 +231,7 @@ class EngineWiring:
         storage_up = "storage" in actors and actors["storage"].serving
         # A damaged vector index answers with text search until its rebuild succeeds.
         vector_ok = self._storage is None or self._storage.vector_fault is None
-        if storage_up and vector_ok and self._semantic_unavailable() is None:
+        if storage_up and vector_ok and self.semantic_unavailable() is None:
             tier = Tier.SEMANTIC
         elif storage_up:
             tier = Tier.TEXT
@@ -283,26 +257,15 @@ class EngineWiring:
 
     @property
     def inference(self) -> InferenceActor:
-        """The language model actor: ``list_models()`` and ``complete(...)`` for the tools.
-
-        It is ``down`` when no model is configured; its calls then raise ``ActorUnavailable``
-        at once, saying how to configure one, and the engine keeps its extractive summaries
-        (``lifecycle.summarizer_model`` names the model that writes them otherwise).
-
-        Raises:
-            ActorUnavailable: The engine is not started.
-        """
+        """The language model actor (see ``Engine.inference``); raises ``ActorUnavailable``
+        before start."""
         if self._inference is None:
             raise ActorUnavailable(NOT_STARTED)
         return self._inference
 
     @property
     def supervisor(self) -> Supervisor:
-        """The running supervisor (for health tooling and fault-injection tests).
-
-        Raises:
-            ActorUnavailable: The engine is not started.
-        """
+        """The running supervisor; raises ``ActorUnavailable`` before start."""
         if self._supervisor is None:
             raise ActorUnavailable(NOT_STARTED)
         return self._supervisor
@@ -311,7 +274,7 @@ class EngineWiring:
     def _timeout(self) -> float:
         return self.settings.embeddings.timeout_seconds
 
-    def _build_item(self, entry: NewItem) -> ContextItem:
+    def build_item(self, entry: NewItem) -> ContextItem:
         """The item ``entry`` describes, checked, with its secrets redacted."""
         built = build_item(
             entry,
@@ -321,11 +284,11 @@ class EngineWiring:
         )
         return self.redactor.item(built)
 
-    async def _persist(self, items: list[ContextItem]) -> list[ContextItem]:
+    async def persist(self, items: list[ContextItem]) -> list[ContextItem]:
         """Embed (where the model can) and store built items in one write; returns them as
         stored."""
-        vectors = await self._embed_documents([item.content for item in items])
-        storage = self._require_storage()
+        vectors = await self.embed_documents([item.content for item in items])
+        storage = self.require_storage()
         stored = await storage.add_items(list(zip(items, vectors, strict=True)))
         owed = storage.without_vector  # items stored while the model missed its deadline
         if owed and all(v is not None for v in vectors) and not self._backfilling:
@@ -345,16 +308,16 @@ class EngineWiring:
         finally:
             self._backfilling = False
 
-    async def _embed_documents(self, texts: list[str]) -> list[Vectors | None]:
+    async def embed_documents(self, texts: list[str]) -> list[Vectors | None]:
         """One vector per text, ``None`` where embedding failed (stored raw, found by text).
 
         Sent in chunks, each with its own deadline, so a large ``store_many`` is not mistaken
         for a dead model.
         """
         vectors: list[Vectors | None] = [None] * len(texts)
-        if self._semantic_unavailable() is not None:
+        if self.semantic_unavailable() is not None:
             return vectors
-        embedding = self._require_embedding()
+        embedding = self.require_embedding()
         for start in range(0, len(texts), EMBED_CHUNK):
             chunk = texts[start : start + EMBED_CHUNK]
             try:
@@ -368,13 +331,13 @@ class EngineWiring:
     async def _backfill(self) -> int:
         """Embed items stored while the model was missing, so semantic search sees them
         again (at start, once the model loads). Bounded per call; failures are logged."""
-        if self._semantic_unavailable() is not None or self._storage is None:
+        if self.semantic_unavailable() is not None or self._storage is None:
             return 0
         done = 0
         try:
             for _ in range(BACKFILL_CHUNKS):
                 items = await self._storage.missing_vectors(EMBED_CHUNK)
-                vectors = await self._embed_documents([item.content for item in items])
+                vectors = await self.embed_documents([item.content for item in items])
                 found = {i.id: v for i, v in zip(items, vectors, strict=True) if v is not None}
                 if found:
                     done += await self._storage.set_vectors(found)
@@ -386,7 +349,7 @@ class EngineWiring:
             log.info("vectors_backfilled", items=done)
         return done
 
-    async def _sync_skillbook(self) -> None:
+    async def sync_skillbook(self) -> None:
         """Re-read the skillbook if it changed; a broken file or a down store is logged and
         retried on a later call, never raised into a search."""
         if self._skillbook is None or not self._skillbook.due():
@@ -396,7 +359,8 @@ class EngineWiring:
         except RalphContextError as exc:
             log.warning("skillbook_not_synced", path=str(self._skillbook.path), error=str(exc))
 
-    def _semantic_unavailable(self) -> str | None:
+    def semantic_unavailable(self) -> str | None:
+        """Why vectors cannot be made or searched now, or ``None`` when they can."""
         embedding, storage = self._embedding, self._storage
         if embedding is None or not embedding.health.snapshot().serving:
             error = embedding.health.last_error if embedding is not None else None
@@ -405,23 +369,28 @@ class EngineWiring:
             return "the store was opened without a model; restart the engine to use one"
         return None
 
-    def _require_embedding(self) -> EmbeddingActor:
+    # The actors, once started (before: ActorUnavailable saying so).
+    def require_embedding(self) -> EmbeddingActor:
+        """The embedding actor."""
         if self._embedding is None:
             raise ActorUnavailable(NOT_STARTED)
         return self._embedding
 
-    def _require_embedding_model(self) -> int:
-        dimension = self._require_embedding().dimension
+    def require_embedding_model(self) -> int:
+        """The loaded model's dimension; ``StoreError`` when no model is loaded."""
+        dimension = self.require_embedding().dimension
         if dimension is None:
             raise StoreError("no embedding model is loaded")
         return dimension
 
-    def _require_retriever(self) -> Retriever:
+    def require_retriever(self) -> Retriever:
+        """The retriever over the actors."""
         if self._retriever is None:
             raise ActorUnavailable(NOT_STARTED)
         return self._retriever
 
-    def _require_storage(self) -> StorageActor:
+    def require_storage(self) -> StorageActor:
+        """The storage actor."""
         if self._storage is None:
             raise ActorUnavailable(NOT_STARTED)
         return self._storage
