@@ -41,8 +41,8 @@ from ralph_context.server.agents.project import (
 from tests.agents.conftest import IDLE_EXIT_MINUTES, wait_for_note
 from tests.agents.fake_anthropic import FakeAnthropic, Reply, Tool
 from tests.agents.test_real_cli import CLAUDE, clean_env, need
+from tests.cli.test_cli import cli
 from tests.helpers import Loader
-from tests.test_cli import cli
 
 pytestmark = pytest.mark.model
 

@@ -19,7 +19,7 @@ from ralph_context.integrations.agents.setup import CLAUDE_HOOKS, CODEX_HOOKS
 from ralph_context.server.agents.project import SPOOL_FILE, agent_folder, read_server
 from tests.agents.conftest import agent_env, wait_for_note
 from tests.agents.payloads import EXTRA, failed, payload, prompt
-from tests.test_cli import cli
+from tests.cli.test_cli import cli
 
 
 def hook(client: str, stdin: bytes, cwd: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
