@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 
+from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, check_browse
+from ralph_context.config import Settings
 from ralph_context.embeddings.local import Vectors
-from ralph_context.engine.wiring import EngineWiring
 from ralph_context.errors import ItemNotFound, StoreError
 from ralph_context.models import ContextItem, ContextState, ContextType, JsonValue
+from ralph_context.privacy import Redactor
+from ralph_context.runtime import Foreground
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import MaintenanceReport, StoreStats
 from ralph_context.storage.pack_space import PackSpace
@@ -30,7 +33,7 @@ from ralph_context.validation import (
     check_tags,
 )
 
-__all__ = ["MAX_SKILLS", "ItemPage", "Items"]
+__all__ = ["MAX_SKILLS", "ItemPage", "Items", "ItemsWiring"]
 
 T = TypeVar("T")
 
@@ -48,10 +51,25 @@ class ItemPage:
     offset: int
 
 
+class ItemsWiring(Protocol):
+    """What the item paths reach of the engine's wiring (``EngineWiring`` is one)."""
+
+    settings: Settings
+    redactor: Redactor
+    foreground: Foreground
+
+    def build_item(self, entry: NewItem) -> ContextItem: ...
+    async def persist(self, items: list[ContextItem]) -> list[ContextItem]: ...
+    async def embed_documents(self, texts: list[str]) -> list[Vectors | None]: ...
+    async def sync_skillbook(self) -> None: ...
+    def require_storage(self) -> StorageActor: ...
+    def require_embedding_model(self) -> int: ...
+
+
 class Items:
     """The item paths of :class:`Engine`, on its wiring."""
 
-    def __init__(self, wiring: EngineWiring) -> None:
+    def __init__(self, wiring: ItemsWiring) -> None:
         self._wiring = wiring
 
     async def store(

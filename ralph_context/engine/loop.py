@@ -7,11 +7,14 @@ reaches the actors and the lifecycle clock through the engine's wiring (``wiring
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import structlog
 
+from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, check_iteration_step
-from ralph_context.engine.wiring import NOT_STARTED, EngineWiring
+from ralph_context.config import Settings
+from ralph_context.engine.wiring import NOT_STARTED
 from ralph_context.errors import (
     ActorUnavailable,
     InvalidInput,
@@ -19,6 +22,7 @@ from ralph_context.errors import (
     RalphContextError,
 )
 from ralph_context.lifecycle.actor import (
+    LifecycleActor,
     LifecycleReport,
     LifecycleRequest,
     Progress,
@@ -33,6 +37,10 @@ from ralph_context.models import (
     ContextType,
     IterationResult,
 )
+from ralph_context.observed import Observations
+from ralph_context.privacy import Redactor
+from ralph_context.runtime import Foreground
+from ralph_context.skillbook.sync import SkillbookSync
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.validation import (
     check_int,
@@ -41,7 +49,7 @@ from ralph_context.validation import (
     check_text,
 )
 
-__all__ = ["IterationLoop"]
+__all__ = ["IterationLoop", "LoopWiring"]
 
 log = structlog.get_logger("ralph_context.engine")
 
@@ -54,10 +62,30 @@ UNHELPFUL_DELTA = -0.15
 _SAME_ITERATION_ERRORS = 100
 
 
+class LoopWiring(Protocol):
+    """What the iteration loop reaches of the engine's wiring (``EngineWiring`` is one)."""
+
+    settings: Settings
+    redactor: Redactor
+    observed: Observations
+    foreground: Foreground
+
+    @property
+    def current_iteration(self) -> int: ...
+    def advance(self, iteration: int) -> None: ...
+    @property
+    def lifecycle(self) -> LifecycleActor | None: ...
+    @property
+    def skillbook(self) -> SkillbookSync | None: ...
+    def build_item(self, entry: NewItem) -> ContextItem: ...
+    async def persist(self, items: list[ContextItem]) -> list[ContextItem]: ...
+    def require_storage(self) -> StorageActor: ...
+
+
 class IterationLoop:
     """The loop's records and the lifecycle scheduling of :class:`Engine`, on its wiring."""
 
-    def __init__(self, wiring: EngineWiring) -> None:
+    def __init__(self, wiring: LoopWiring) -> None:
         self._wiring = wiring
 
     async def record_iteration(

@@ -4,7 +4,8 @@ built items, the background backfill, the skillbook sync).
 
 ``Engine`` (``facade.py``) owns one ``EngineWiring`` and the parts built on it
 (``items.py``, ``loop.py``); they reach the actors and the shared state only through
-the methods and properties here.
+the methods and properties here, each through the slice it declares (``ItemsWiring``,
+``LoopWiring``).
 """
 
 from __future__ import annotations
