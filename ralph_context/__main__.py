@@ -25,7 +25,7 @@ def main() -> None:
         limit_malloc_arenas()
     if len(args) == 2 and args[0] == "hook" and args[1] in _AGENT_HOOKS:
         try:
-            from ralph_context.agents.hook import main as agent_hook
+            from ralph_context.integrations.agents.hook import main as agent_hook
         except Exception:  # a broken install must not fail the agent's prompt either
             return
         agent_hook(args[1])

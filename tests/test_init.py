@@ -11,7 +11,7 @@ import mcp
 import pytest
 from mcp import StdioServerParameters
 
-from tests.test_cli import cli
+from tests.cli.test_cli import cli
 
 
 @pytest.fixture

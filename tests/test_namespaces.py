@@ -97,7 +97,7 @@ def test_a_namespace_is_covered_by_the_store_folders_lock(tmp_path: Path) -> Non
 
 
 def test_an_http_entry_points_at_its_namespace() -> None:
-    from ralph_context.mcp_json import server_entry
+    from ralph_context.integrations.mcp_json import server_entry
 
     entry = server_entry("http", config=None, host="127.0.0.1", port=8765, namespace="ci")
     assert entry == {"type": "http", "url": "http://127.0.0.1:8765/ns/ci/mcp"}

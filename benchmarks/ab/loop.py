@@ -33,8 +33,8 @@ from benchmarks.settings import store_settings
 from ralph_context import ContextType, Engine, NewItem, Settings
 from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
-from ralph_context.injection import CONTEXT_HEADING
-from ralph_context.scoring import estimate_tokens
+from ralph_context.retrieval.injection import CONTEXT_HEADING
+from ralph_context.retrieval.scoring import estimate_tokens
 from ralph_context_ralph import attach
 
 __all__ = ["BASELINE", "CONTEXT_TOKENS", "MCP", "VARIANTS", "Episode", "run_episode"]

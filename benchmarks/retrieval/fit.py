@@ -3,7 +3,7 @@
 The pools (``pools.py``: what ``Engine.search`` chooses from at k = 10, gate open) of every
 query of LoCoMo dev, the loop scenarios, the paraphrase set and LongMemEval dev are read once.
 Each grid point of the match's parameters (cosine's evidence curves, BM25's knee and weight,
-the neighbours' share, the gate) re-ranks every pool with ``ralph_context.scoring``'s own
+the neighbours' share, the gate) re-ranks every pool with ``ralph_context.retrieval.scoring``'s own
 functions (``grading.py``, tested to rank as ``Engine.search`` does), and is graded per set:
 LoCoMo and LongMemEval evidence recall@10, scenario and paraphrase MRR@10. The objective is
 the mean over the sets, so no set outweighs another by its size, among the points that keep

@@ -2,7 +2,7 @@
 
 Every pool's candidates are laid end to end in flat arrays, so one grid point is scored,
 gated, ranked and graded with a handful of numpy operations instead of a loop over queries.
-The scoring is ``ralph_context.scoring``'s own functions (``semantic_evidence``,
+The scoring is ``ralph_context.retrieval.scoring``'s own functions (``semantic_evidence``,
 ``lexical_evidence``, ``own_match``, ``contextual_match``, ``combine``), so what is fitted is
 what ``Engine.search`` computes; the gate is ``candidate_pool.passes_gate``'s rule.
 
@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from benchmarks.retrieval.pools import K, Pool
 from ralph_context.config import ScoringSettings
-from ralph_context.scoring import (
+from ralph_context.retrieval.scoring import (
     combine,
     contextual_match,
     lexical_evidence,

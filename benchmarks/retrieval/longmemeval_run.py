@@ -56,8 +56,8 @@ from benchmarks.retrieval.longmemeval_store import (
 from ralph_context import ContextItem, Settings
 from ralph_context.arguments import MAX_ITEMS, MAX_TOKENS
 from ralph_context.embeddings.local import load_embedder
-from ralph_context.retrieval import CANDIDATE_FACTOR
-from ralph_context.scoring import match_strength
+from ralph_context.retrieval.retriever import CANDIDATE_FACTOR
+from ralph_context.retrieval.scoring import match_strength
 
 __all__ = ["DEEP", "Ranked", "evaluate", "run_question", "score"]
 

@@ -44,7 +44,7 @@ from ralph_context import Engine, IterationResult, NewItem, Settings
 from ralph_context.arguments import MAX_TOKENS
 from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
-from ralph_context.scoring import match_strength
+from ralph_context.retrieval.scoring import match_strength
 
 __all__ = [
     "KS",

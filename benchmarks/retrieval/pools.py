@@ -32,8 +32,8 @@ from benchmarks.retrieval.scenarios import generate
 from benchmarks.settings import store_settings
 from ralph_context import ContextType, Engine, Settings
 from ralph_context.embeddings.local import LocalEmbedder
-from ralph_context.retrieval import CANDIDATE_FACTOR, LEXICAL_FACTOR, Candidates
-from ralph_context.scoring import SKILL_DECAY_RATIO, Candidate, item_tokens
+from ralph_context.retrieval.retriever import CANDIDATE_FACTOR, LEXICAL_FACTOR, Candidates
+from ralph_context.retrieval.scoring import SKILL_DECAY_RATIO, Candidate, item_tokens
 from ralph_context.storage.threads import place
 
 __all__ = [

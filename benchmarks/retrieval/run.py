@@ -57,8 +57,8 @@ from ralph_context import ContextItem, ContextType, Engine, IterationResult, New
 from ralph_context.arguments import MAX_TOKENS
 from ralph_context.config import EmbeddingsSettings, ScoringSettings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
-from ralph_context.retrieval import CANDIDATE_FACTOR
-from ralph_context.scoring import Candidate, match_strength
+from ralph_context.retrieval.retriever import CANDIDATE_FACTOR
+from ralph_context.retrieval.scoring import Candidate, match_strength
 
 __all__ = [
     "DRAGON",

@@ -20,11 +20,10 @@ from ralph_context.actors.storage_requests import (
 )
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ActorUnavailable, RalphContextError, StoreError
-from ralph_context.forgetting import ForgetSelection
 from ralph_context.models import ContextItem, IterationResult
 from ralph_context.runtime import Actor, ActorState
 from ralph_context.storage.archive import ArchivedItem
-from ralph_context.storage.filters import DueFilter, ItemFilter
+from ralph_context.storage.filters import DueFilter, ForgetSelection, ItemFilter
 from ralph_context.storage.lance_store import AgeRow, Forgettable, LanceStore, StoreStats
 
 log = structlog.get_logger("ralph_context.storage")

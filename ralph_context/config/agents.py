@@ -1,4 +1,5 @@
-"""``agents:``: what the Claude Code and Codex hooks push and keep (``ralph_context.agents``).
+"""``agents:``: what the Claude Code and Codex hooks push and keep
+(``ralph_context.integrations.agents``).
 
 Each behaviour has its own switch, so a user who wants the memory but not, say, every
 command's output stored turns that one off; ``enabled: false`` turns every hook into a

@@ -14,8 +14,9 @@ class RetrievalSettings(Section):
     """Defaults for a query."""
 
     max_items_per_query: int = Field(default=10, ge=1, le=50)
-    # Relevance is on the match's scale (scoring.py): with no shared word, half of cosine's
-    # evidence; an item with cosine 0.3 (a paraphrase, as MiniLM measures one) reaches 0.25.
+    # Relevance is on the match's scale (retrieval/scoring.py): with no shared word, half of
+    # cosine's evidence; an item with cosine 0.3 (a paraphrase, as MiniLM measures one) reaches
+    # 0.25.
     min_relevance_score: float = Field(default=0.12, ge=0.0, le=1.0, allow_inf_nan=False)
     # ... and under this share of the query's best score: when a clear match is there, the
     # loosely related tail goes. Both chosen by benchmarks/retrieval/fit.py (README:
@@ -39,7 +40,7 @@ class RetrievalSettings(Section):
 
 
 class ScoringSettings(Section):
-    """How relevance combines match, recency, feedback and type (see ``scoring.py``).
+    """How relevance combines match, recency, feedback and type (see ``retrieval/scoring.py``).
 
     relevance = match · recency · feedback · type, where only ``match`` can reach 0: the
     loop's own signals scale a match (within a band: at most ``1 - recency_floor`` for age,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from ralph_context.toolkit import EngineHolder
+    from ralph_context.packs.toolkit import EngineHolder
 
 __all__ = ["register_packs"]
 

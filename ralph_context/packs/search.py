@@ -1,6 +1,6 @@
 """Ranked search over a pack table: vector, full-text, or both (hybrid).
 
-Same recipe as the context store (``retrieval.py``): a vector half ranked by exact cosine
+Same recipe as the context store (``retrieval/retriever.py``): a vector half ranked by exact cosine
 computed here from the returned vectors, a BM25 half as evidence on its absolute scale
 (``scoring.lexical_evidence``), and the context store's own match (``scoring.match_strength``)
 when both are present.
@@ -19,7 +19,7 @@ from lancedb.query import MatchQuery
 from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.packs.tables import PackTable
-from ralph_context.scoring import lexical_evidence, match_strength
+from ralph_context.retrieval.scoring import lexical_evidence, match_strength
 from ralph_context.storage.vectors import vector_list, vector_matrix
 
 __all__ = ["Hit", "hybrid_search", "vector_search"]

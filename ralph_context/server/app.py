@@ -2,7 +2,7 @@
 
 ``build_server(holder)`` returns an ``MCPServer`` serving whatever engine the holder carries
 (``serve`` starts one per process and shares it with every connection). Tools, resources and
-prompts reach it through ``EngineHolder`` (``toolkit.py``, shared with the packs); static
+prompts reach it through ``EngineHolder`` (``packs/toolkit.py``, shared with the packs); static
 resources get no request context, so a holder is the one way all three can share it.
 
 Errors: the SDK hides the text of any exception it did not expect and shows pydantic's raw
@@ -39,6 +39,7 @@ from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.engine import Engine
 from ralph_context.errors import InvalidInput, RalphContextError
 from ralph_context.packs import register_packs
+from ralph_context.packs.toolkit import EngineHolder
 from ralph_context.server import callers
 from ralph_context.server.custom_prompts import argument_problem
 from ralph_context.server.prompts import register_prompts
@@ -46,7 +47,6 @@ from ralph_context.server.resources import register_resources
 from ralph_context.server.strict import close_arguments
 from ralph_context.server.suggest import unknown_resource, unknown_tool
 from ralph_context.server.tools import register_tools
-from ralph_context.toolkit import EngineHolder
 
 __all__ = ["ContextServer", "build_server", "describe_validation", "serving"]
 

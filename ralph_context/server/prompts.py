@@ -10,9 +10,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument, UserMessage
 
 from ralph_context.config import SEARCH_PROMPT
-from ralph_context.injection import format_results
+from ralph_context.packs.toolkit import EngineHolder
+from ralph_context.retrieval.injection import format_results
 from ralph_context.server.custom_prompts import CustomPrompt, resolve_prompts
-from ralph_context.toolkit import EngineHolder
 
 __all__ = ["register_prompts", "search_message"]
 

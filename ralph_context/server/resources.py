@@ -12,10 +12,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from ralph_context.errors import InvalidInput, ItemNotFound, RalphContextError
+from ralph_context.packs.toolkit import EngineHolder
 from ralph_context.privacy import counted
 from ralph_context.server import callers
 from ralph_context.server.schemas import ContextStats, Skills
-from ralph_context.toolkit import EngineHolder
 
 __all__ = ["register_resources"]
 

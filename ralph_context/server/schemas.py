@@ -9,12 +9,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ralph_context import namespaces
-from ralph_context.actors.lifecycle import LifecycleReport
 from ralph_context.config import Settings
 from ralph_context.engine import EngineHealth
-from ralph_context.forgetting import ForgetReport
+from ralph_context.lifecycle.actor import LifecycleReport
+from ralph_context.lifecycle.forgetting import ForgetReport
 from ralph_context.models import ContextItem, IterationResult, RetrievalResult, RetrievedItem
-from ralph_context.scoring import item_tokens
+from ralph_context.retrieval.scoring import item_tokens
 from ralph_context.server.callers import LOCAL, Caller, hide_paths
 from ralph_context.storage.lance_store import StoreStats
 

@@ -7,7 +7,7 @@ dropped silently, so the call runs with the default the client meant to change. 
 tool's model is replaced, after registration, by a subclass that forbids extra arguments and
 validates strictly; its published schema says ``additionalProperties: false``. Nested models
 that tools take (list entries, records) declare the same config themselves:
-``ralph_context.toolkit.CLOSED``.
+``ralph_context.packs.toolkit.CLOSED``.
 """
 
 from __future__ import annotations

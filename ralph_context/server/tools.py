@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, Field
 from ralph_context import __version__
 from ralph_context.arguments import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS, MIN_SCORE_HELP, NewItem
 from ralph_context.errors import RalphContextError
-from ralph_context.forgetting import MAX_FORGET_IDS, MAX_FORGET_ITERATIONS
+from ralph_context.lifecycle.forgetting import MAX_FORGET_IDS, MAX_FORGET_ITERATIONS
 from ralph_context.metadata_filter import MAX_CONDITIONS, MetadataCondition
 from ralph_context.models import (
     MAX_COST,
@@ -25,6 +25,7 @@ from ralph_context.models import (
     ContextType,
     IterationResult,
 )
+from ralph_context.packs.toolkit import CLOSED, DESTROY, READ, WRITE, EngineHolder
 from ralph_context.privacy import counted
 from ralph_context.server import callers
 from ralph_context.server.schemas import (
@@ -41,7 +42,6 @@ from ralph_context.server.schemas import (
     Stored,
     StoredMany,
 )
-from ralph_context.toolkit import CLOSED, DESTROY, READ, WRITE, EngineHolder
 from ralph_context.validation import MAX_SOURCE_CHARS, MAX_TAGS, check_source
 
 __all__ = ["register_tools"]

@@ -30,7 +30,7 @@ from benchmarks.latency.agent_hook import HungServer
 from ralph_context.config import Settings
 from ralph_context.engine import Engine
 from ralph_context.models import ContextItem, ContextType
-from ralph_context.scoring import estimate_tokens
+from ralph_context.retrieval.scoring import estimate_tokens
 from ralph_context.server.agents.brief import HEADER
 from ralph_context.server.agents.project import (
     ServerNote,
@@ -41,8 +41,8 @@ from ralph_context.server.agents.project import (
 from tests.agents.conftest import IDLE_EXIT_MINUTES, wait_for_note
 from tests.agents.fake_anthropic import FakeAnthropic, Reply, Tool
 from tests.agents.test_real_cli import CLAUDE, clean_env, need
+from tests.cli.test_cli import cli
 from tests.helpers import Loader
-from tests.test_cli import cli
 
 pytestmark = pytest.mark.model
 

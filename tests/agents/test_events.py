@@ -14,7 +14,7 @@ import pytest
 
 from ralph_context.config.agents import AgentsSettings
 from ralph_context.engine import Engine, NewItem
-from ralph_context.scoring import estimate_tokens
+from ralph_context.retrieval.scoring import estimate_tokens
 from ralph_context.server.agents.events import FIX_TAG, AgentEvents
 from tests.agents.payloads import failed, payload, prompt, ran
 from tests.helpers import Loader, SettingsFactory

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from ralph_context.agents.hook import EVENTS
-from ralph_context.agents.setup import CLAUDE_HOOKS, CODEX_HOOKS
+from ralph_context.integrations.agents.hook import EVENTS
+from ralph_context.integrations.agents.setup import CLAUDE_HOOKS, CODEX_HOOKS
 from ralph_context.server.agents.project import SPOOL_FILE, agent_folder, read_server
 from tests.agents.conftest import agent_env, wait_for_note
 from tests.agents.payloads import EXTRA, failed, payload, prompt
-from tests.test_cli import cli
+from tests.cli.test_cli import cli
 
 
 def hook(client: str, stdin: bytes, cwd: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
@@ -109,7 +109,7 @@ def test_the_hook_loads_neither_lancedb_nor_onnxruntime_nor_pydantic(project: Pa
         check=True,
     )
     imported = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()}
-    assert "ralph_context.agents.hook" in imported
+    assert "ralph_context.integrations.agents.hook" in imported
     heavy = {"lancedb", "onnxruntime", "pydantic", "typer", "rich", "structlog"}
     assert {name for name in imported if name.split(".")[0] in heavy} == set()
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ralph_context.agents.setup import CLAUDE_HOOKS, CODEX_HOOKS
-from tests.test_cli import cli
+from ralph_context.integrations.agents.setup import CLAUDE_HOOKS, CODEX_HOOKS
+from tests.cli.test_cli import cli
 
 # A user's own settings, written as a person would: tabs, a one-line group, no final newline.
 USER_SETTINGS = (

@@ -10,13 +10,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ralph_context.agents.json_settings import (
+from ralph_context.integrations.agents.json_settings import (
     add_hooks,
     add_server,
     remove_hooks,
     remove_server,
 )
-from ralph_context.agents.setup import CLAUDE_HOOKS
+from ralph_context.integrations.agents.setup import CLAUDE_HOOKS
 
 PATH = Path("settings.json")
 COMMAND = "/opt/venv/bin/ralph-context hook claude"

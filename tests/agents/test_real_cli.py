@@ -18,7 +18,7 @@ import pytest
 
 from tests.agents.conftest import IDLE_EXIT_MINUTES
 from tests.agents.fake_anthropic import FakeAnthropic
-from tests.test_cli import cli
+from tests.cli.test_cli import cli
 
 ROOT = Path(__file__).resolve().parents[2] / ".agents-cli" / "node_modules"
 # The binaries npm's platform packages carry (the wrappers in .bin only find them).

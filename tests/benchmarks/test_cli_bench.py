@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import cli
+from tests.cli.test_cli import cli
 
 HERE = Path(__file__).parent
 

@@ -29,7 +29,7 @@ from benchmarks.retrieval.longmemeval_metrics import (
 from benchmarks.retrieval.longmemeval_report import MODES
 from benchmarks.retrieval.longmemeval_run import Ranked, score
 from benchmarks.retrieval.longmemeval_store import TRUNCATED, stored_text
-from tests.test_cli import cli
+from tests.cli.test_cli import cli
 
 HERE = Path(__file__).parent
 TINY = HERE / "tiny_longmemeval.json"

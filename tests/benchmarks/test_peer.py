@@ -27,7 +27,7 @@ from benchmarks.retrieval.locomo import Conversation, Question, Turn
 from benchmarks.retrieval.recall import Recall
 from benchmarks.serving import cpu_seconds
 from ralph_context.embeddings.local import LocalEmbedder
-from tests.test_cli import cli
+from tests.cli.test_cli import cli
 
 # Two conversations of two sessions, three turns each, and their questions (one of
 # category 5, which is not asked): (sample_id, speakers, sessions, [(question, evidence,

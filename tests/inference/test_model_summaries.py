@@ -8,9 +8,9 @@ import anyio
 from structlog.testing import capture_logs
 
 from ralph_context import Engine
-from ralph_context.actors.lifecycle import LifecycleReport
 from ralph_context.config import Settings
 from ralph_context.lifecycle.abstractive import MAX_INPUT_CHARS
+from ralph_context.lifecycle.actor import LifecycleReport
 from ralph_context.lifecycle.summarize import sentences
 from tests.helpers import Loader, SettingsFactory, advance
 from tests.inference.fake_openai import FakeOpenAI, Slow, Status, Text

@@ -17,9 +17,9 @@ from ralph_context.storage.lease import MaintenanceLease
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.reindex import reindex_store
 from ralph_context.storage.store_upkeep import ANOTHER_REPLICA
-from ralph_context.transfer import export_store, import_store
+from ralph_context.transfer.export_import import export_store, import_store
 from tests.helpers import Loader, SettingsFactory, advance
-from tests.test_lifecycle import REPORT
+from tests.lifecycle.test_lifecycle import REPORT
 
 AGES = {
     "aging_after_iterations": 1,

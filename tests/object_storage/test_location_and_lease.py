@@ -16,7 +16,7 @@ from ralph_context.object_location import ObjectLocation, is_object_uri, read_te
 from ralph_context.storage.lease import LEASE_OBJECT, MaintenanceLease
 from ralph_context.storage.requests import Claim, RequestLog, claim_name
 from ralph_context.storage.upkeep import kept_for_readers
-from tests.test_cli import cli
+from tests.cli.test_cli import cli
 
 
 def test_uris_are_told_from_folders() -> None:

@@ -15,8 +15,8 @@ from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.engine import Engine
 from ralph_context.errors import ModelError
+from ralph_context.packs.toolkit import EngineHolder
 from ralph_context.server.app import build_server
-from ralph_context.toolkit import EngineHolder
 from tests.helpers import Loader, SettingsFactory
 
 

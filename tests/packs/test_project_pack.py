@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 import mcp
 
+from ralph_context.packs.toolkit import EngineHolder
 from ralph_context.server.app import build_server
-from ralph_context.toolkit import EngineHolder
 from tests.helpers import Loader, SettingsFactory
 from tests.packs.conftest import no_model, serving
 from tests.server.mcp_scenario import call, error_of

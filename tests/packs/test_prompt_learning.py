@@ -12,8 +12,8 @@ import pytest
 
 from ralph_context.packs.prompts.metrics import Observation
 from ralph_context.packs.prompts.store import Feedback, PromptTables
+from ralph_context.packs.toolkit import EngineHolder
 from ralph_context.server.app import build_server
-from ralph_context.toolkit import EngineHolder
 from tests.helpers import SettingsFactory
 from tests.packs.conftest import Served, no_model, serving
 from tests.server.mcp_scenario import call, error_of

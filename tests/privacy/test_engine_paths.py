@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 from ralph_context import Engine
+from ralph_context.integrations.ralph_v2.client import _Engine
+from ralph_context.integrations.ralph_v2.hook import MEMORY_TAG, handle
+from ralph_context.integrations.ralph_v2.payload import read_payload
 from ralph_context.models import IterationResult
-from ralph_context.ralph_v2.client import _Engine
-from ralph_context.ralph_v2.hook import MEMORY_TAG, handle
-from ralph_context.ralph_v2.payload import read_payload
-from ralph_context.transfer import export_store, import_store
+from ralph_context.transfer.export_import import export_store, import_store
 from ralph_context_ralph.sources import EngineSource, IterationRecord
 from tests.helpers import Loader, SettingsFactory
 from tests.privacy.secrets import PLAIN_PASSWORD, SECRETS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.test_cli import cli
+from tests.cli.test_cli import cli
 
 
 def test_ralph_run_builds_the_loop_with_memory_attached(ralph_workdir: Path) -> None:

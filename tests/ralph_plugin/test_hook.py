@@ -8,8 +8,8 @@ import anyio
 from ralph_orchestrator.adapters.base import ToolResponse
 
 from ralph_context import Engine
-from ralph_context.injection import CONTEXT_HEADING
 from ralph_context.models import ContextType, Tier
+from ralph_context.retrieval.injection import CONTEXT_HEADING
 from ralph_context_ralph import attach
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached

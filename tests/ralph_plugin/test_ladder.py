@@ -17,8 +17,8 @@ from ralph_orchestrator.adapters.base import ToolResponse
 from benchmarks.serving import free_port
 from ralph_context import Engine, Settings
 from ralph_context.engine import NewItem
-from ralph_context.injection import CONTEXT_HEADING
 from ralph_context.models import ContextType, Tier
+from ralph_context.retrieval.injection import CONTEXT_HEADING
 from ralph_context_ralph import Handle, ServerSource, attach
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from ralph_context.config import Settings
-from ralph_context.ralph_v2.memories import MANAGED_TAG, injected_block, parse
-from ralph_context.ralph_v2.payload import EVENTS
+from ralph_context.integrations.ralph_v2.memories import MANAGED_TAG, injected_block, parse
+from ralph_context.integrations.ralph_v2.payload import EVENTS
 from ralph_context.storage import writer_lock
 from tests.server.mcp_scenario import call
 from tests.server_process import environment, start_http_server

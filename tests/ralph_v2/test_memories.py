@@ -16,7 +16,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ralph_context.ralph_v2.memories import (
+from ralph_context.integrations.ralph_v2.memories import (
     MANAGED_TAG,
     TEMPLATE,
     Entry,

@@ -13,9 +13,9 @@ import anyio
 import pytest
 
 from ralph_context.engine import Engine
-from ralph_context.ralph_v2.client import _Engine
-from ralph_context.ralph_v2.hook import MEMORY_TAG, STATE_FILE, Report, handle
-from ralph_context.ralph_v2.payload import read_payload
+from ralph_context.integrations.ralph_v2.client import _Engine
+from ralph_context.integrations.ralph_v2.hook import MEMORY_TAG, STATE_FILE, Report, handle
+from ralph_context.integrations.ralph_v2.payload import read_payload
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_v2.test_hook_loop import payload
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ralph_context.ralph_v2.hook import LoopState, _task_changes
-from ralph_context.ralph_v2.payload import EVENTS, PayloadRefused, read_payload
-from ralph_context.ralph_v2.workspace import Workspace
+from ralph_context.integrations.ralph_v2.hook import LoopState, _task_changes
+from ralph_context.integrations.ralph_v2.payload import EVENTS, PayloadRefused, read_payload
+from ralph_context.integrations.ralph_v2.workspace import Workspace
 
 
 def payload(phase: str, event: str, **changes: Any) -> dict[str, Any]:

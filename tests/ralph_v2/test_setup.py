@@ -16,7 +16,7 @@ import mcp
 import yaml
 from mcp import StdioServerParameters
 
-from ralph_context.ralph_v2.payload import EVENTS
+from ralph_context.integrations.ralph_v2.payload import EVENTS
 
 PHASE_EVENTS = {f"{phase}.{event}" for phase in ("pre", "post") for event in EVENTS}
 FORBIDDEN = {

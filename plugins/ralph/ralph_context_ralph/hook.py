@@ -30,8 +30,8 @@ from typing import Any
 import structlog
 
 from ralph_context import Engine, Settings, namespaces
-from ralph_context.injection import context_section
 from ralph_context.models import IterationResult, Tier
+from ralph_context.retrieval.injection import context_section
 from ralph_context.storage import writer_lock
 from ralph_context.validation import check_context_types
 from ralph_context_ralph.bridge import Bridge

@@ -29,7 +29,7 @@ from ralph_context.packs.evaluation.variants import (
     parse_variants,
     variant_messages,
 )
-from ralph_context.toolkit import CLOSED, READ, EngineHolder
+from ralph_context.packs.toolkit import CLOSED, READ, EngineHolder
 
 __all__ = ["register_llm_tools"]
 

@@ -22,7 +22,7 @@ from ralph_context.packs.evaluation.semantic import (
     trajectories_compared,
     variant_distances,
 )
-from ralph_context.toolkit import READ, EngineHolder
+from ralph_context.packs.toolkit import READ, EngineHolder
 
 __all__ = ["register_semantic_tools"]
 

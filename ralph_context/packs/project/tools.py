@@ -26,7 +26,7 @@ from ralph_context.packs.project.schemas import (
     ProjectState,
     TagList,
 )
-from ralph_context.toolkit import READ, WRITE, EngineHolder
+from ralph_context.packs.toolkit import READ, WRITE, EngineHolder
 from ralph_context.validation import MAX_TAGS
 
 __all__ = ["register_project_memory"]

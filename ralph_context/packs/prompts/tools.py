@@ -32,7 +32,7 @@ from ralph_context.packs.prompts.schemas import (
 from ralph_context.packs.prompts.service import PromptLearning, TimeRange
 from ralph_context.packs.prompts.store import Feedback
 from ralph_context.packs.prompts.suggest import Focus
-from ralph_context.toolkit import READ, WRITE, EngineHolder
+from ralph_context.packs.toolkit import READ, WRITE, EngineHolder
 from ralph_context.validation import MAX_TAGS, check_tags
 
 __all__ = ["register_prompt_learning"]

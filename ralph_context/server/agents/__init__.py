@@ -3,5 +3,5 @@ payload (``route``), what each event does with the engine (``events``, with ``ca
 ``sessions`` and ``brief``), and the project's shared server that the first hook starts
 (``project``: where it is advertised; ``daemon``: its life).
 
-The hook process itself (``ralph_context.agents.hook``) imports ``project`` only.
+The hook process itself (``ralph_context.integrations.agents.hook``) imports ``project`` only.
 """

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ralph_context.models import ContextItem
-from ralph_context.scoring import estimate_tokens
+from ralph_context.retrieval.scoring import estimate_tokens
 
 __all__ = ["MAX_LINE_CHARS", "Section", "render"]
 

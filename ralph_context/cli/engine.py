@@ -1,0 +1,70 @@
+"""How a command reaches the engine: built on first use (commands without one start fast),
+read-only beside another process that writes the store, its errors turned into exit codes
+(2: bad input or configuration, 1: anything else)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import anyio
+
+from ralph_context.cli.output import fail
+from ralph_context.config import Settings
+from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
+
+if TYPE_CHECKING:
+    from ralph_context.engine import Engine
+
+__all__ = ["checked", "engine_for", "reader_for", "run"]
+
+T = TypeVar("T")
+
+
+def engine_for(settings: Settings) -> Engine:
+    """The engine, imported on first use so that commands without one start fast. The
+    command's files are owner-only from here on (``storage.private``): it writes the
+    store."""
+    from ralph_context.engine import Engine
+    from ralph_context.storage.private import keep_private
+
+    keep_private()
+    return Engine(settings)
+
+
+def reader_for(settings: Settings) -> Engine:
+    """The engine for a command that only reads: read-only beside another process that
+    writes the store (a running server holds its writer lock), else the usual one."""
+    from ralph_context.engine import Engine
+    from ralph_context.storage import writer_lock
+
+    if not settings.is_ephemeral and writer_lock.other_writer(settings.store_root()):
+        return Engine(settings, read_only=True)
+    return Engine(settings)
+
+
+def run(work: Callable[[], Awaitable[T]]) -> T:
+    """``work()`` on a new event loop; an error of ours is printed and exits the command.
+
+    Raises:
+        typer.Exit: ``work`` raised a ``RalphContextError`` (code 2 for bad input or
+            configuration, 1 for the rest).
+    """
+    try:
+        return anyio.run(work)
+    except (ConfigError, InvalidInput) as exc:
+        raise fail(str(exc), 2) from None
+    except RalphContextError as exc:
+        raise fail(str(exc), 1) from None
+
+
+def checked(check: Callable[[], T]) -> T:
+    """``check()``, its ``InvalidInput`` printed as a usage error.
+
+    Raises:
+        typer.Exit: ``check`` refused the input (code 2).
+    """
+    try:
+        return check()
+    except InvalidInput as exc:
+        raise fail(str(exc), 2) from None

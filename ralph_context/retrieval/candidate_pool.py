@@ -1,0 +1,146 @@
+"""The candidate pool of a retrieval: how the two halves' hits become candidates (exact
+cosine, BM25's evidence from ``scoring.lexical_evidence``, standout among the pool), which
+candidates the similarity gate lets in, and how a candidate's neighbours' match is found.
+Pure functions of hits, apart from ``retriever.py``, which runs the searches that produce
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ralph_context.actors.storage import TextHit, VectorHit
+from ralph_context.config import ScoringSettings
+from ralph_context.embeddings.local import Vectors
+from ralph_context.models import ContextItem
+from ralph_context.retrieval.scoring import Candidate, lexical_evidence, match_strength, standouts
+from ralph_context.storage.threads import place
+
+__all__ = [
+    "CANDIDATE_FACTOR",
+    "LEXICAL_FACTOR",
+    "LEXICAL_PASS",
+    "NEIGHBOUR_SEEDS",
+    "POOL_ITEMS_AT_LEAST",
+    "Candidates",
+    "lexical_scores",
+    "passes_gate",
+    "pool_of",
+    "standing_out",
+    "with_neighbour_match",
+]
+
+# Each search half over-retrieves this many candidates per wanted item, so that re-scoring
+# (recency, usefulness, type) and the budget have room to choose.
+CANDIDATE_FACTOR = 4
+# The best full-text hits whose neighbours are fetched (at most): on LoCoMo the top 5 and the
+# top 20 seed equally well (recall@10 0.742-0.743), each place costs time (5 ~7 ms, 20 ~12 ms
+# at 100k), and seeding from full-text hits lets the lookup run while the vector half does.
+NEIGHBOUR_SEEDS = 5
+# A candidate whose BM25 evidence (scoring.lexical_evidence) reaches this holds the query's
+# rarer words: it passes the similarity gate whatever its cosine (an exact name or error
+# code the embedding dilutes).
+LEXICAL_PASS = 0.5
+# Pools are drawn as for at least this many items, however few are asked for: a candidate's
+# standout is measured against its pool, and the best of 4 says little. Asking for 1 item or
+# for 10 then ranks the same way (the top 1 of each is the same item).
+POOL_ITEMS_AT_LEAST = 10
+# The full-text half only adds what embeddings miss (exact names, codes, error strings): its
+# top 2·k are plenty, and at 100k items 40 full-text hits cost ~30% more than 20.
+LEXICAL_FACTOR = 2
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The semantic rung's two halves before the gate and the relevance formula.
+
+    ``semantic`` is the vector half (items with cosine similarity), ``lexical`` the full-text
+    half (items with raw BM25), each best first; ``pool`` is their union as retrieval scores
+    it (exact cosine, BM25 evidence); ``neighbours`` are the items next
+    to a pool member that passed the similarity gate, not in the pool themselves. Evaluations
+    compare these with the scored result; a loop should call ``Engine.search`` instead.
+    """
+
+    semantic: list[tuple[ContextItem, float]]
+    lexical: list[tuple[ContextItem, float]]
+    pool: list[Candidate]
+    neighbours: list[Candidate]
+
+
+def pool_of(
+    query: Vectors,
+    vector_hits: list[VectorHit],
+    text_hits: list[TextHit],
+    *,
+    rows: int,
+    weights: ScoringSettings,
+) -> list[Candidate]:
+    """Union of both halves by id, each with its exact cosine similarity to the query and
+    its BM25 evidence in a store of ``rows`` items (0 for items only the vector half found).
+
+    Full-text hits stored without a vector cannot be compared and are left out here; the text
+    rung still finds them.
+    """
+    lexical = lexical_scores(text_hits, rows, weights)
+    pool: dict[str, Candidate] = {
+        item.id: Candidate(item, similarity, vector, lexical.get(item.id, 0.0))
+        for item, similarity, vector in vector_hits
+    }
+    probe = query.astype(np.float32)
+    for item, _score, vector in text_hits:
+        if item.id not in pool and vector is not None:
+            pool[item.id] = Candidate(item, float(vector @ probe), vector, lexical[item.id])
+    members = list(pool.values())
+    return standing_out(members, members)
+
+
+def standing_out(candidates: Sequence[Candidate], pool: Sequence[Candidate]) -> list[Candidate]:
+    """``candidates`` with their standout among ``pool``'s cosines (``scoring.standouts``):
+    how clearly the model itself prefers each to the rest of what the query found."""
+    mean, spread = standouts([c.similarity for c in pool])
+    return [replace(c, standout=(c.similarity - mean) / spread) for c in candidates]
+
+
+def passes_gate(candidate: Candidate, min_similarity: float) -> bool:
+    """A candidate is considered when its cosine reaches ``min_similarity`` or its BM25
+    evidence reaches :data:`LEXICAL_PASS` (an exact name or error code the embedding
+    dilutes)."""
+    lexical = candidate.lexical or 0.0
+    return candidate.similarity >= min_similarity or lexical >= LEXICAL_PASS
+
+
+def with_neighbour_match(
+    pool: Sequence[Candidate], weights: ScoringSettings, *, text_tier: bool
+) -> list[Candidate]:
+    """Each candidate with ``neighbour`` set to the best own match among the candidates
+    stored right before and after it in its thread (``storage.threads.place``)."""
+    own = {
+        at: match_strength(
+            c.similarity, c.lexical, weights, text_tier=text_tier, standout=c.standout
+        )
+        for c in pool
+        if (at := place(c.item)) is not None
+    }
+    found: list[Candidate] = []
+    for c in pool:
+        at = place(c.item)
+        if at is None:
+            found.append(c)
+            continue
+        source, iteration, sequence = at
+        best = max(own.get((source, iteration, sequence + step), 0.0) for step in (-1, 1))
+        found.append(replace(c, neighbour=best))
+    return found
+
+
+def lexical_scores(hits: list[TextHit], rows: int, weights: ScoringSettings) -> dict[str, float]:
+    """Each hit's BM25 evidence (``scoring.lexical_evidence``) in a store of ``rows`` items,
+    by item id."""
+    best = max((score for _, score, _ in hits), default=0.0)
+    return {
+        item.id: float(lexical_evidence(score, best, float(rows), weights.lexical_knee))
+        for item, score, _ in hits
+    }
