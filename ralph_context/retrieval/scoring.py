@@ -134,10 +134,9 @@ def combine(
     ``decay`` is the per-iteration rate for each item (``recency_decay``, or the skill rate).
     """
     recent = _decay(age, decay, w.recency_floor)
-    feedback = 1 + w.usefulness_boost * (2 * usefulness - 1)
-    if isinstance(match, float):
-        return min(match * recent * feedback * type_factor, 1.0)
-    product = match * recent * feedback * type_factor
+    product = match * recent * (1 + w.usefulness_boost * (2 * usefulness - 1)) * type_factor
+    if isinstance(product, float):
+        return min(product, 1.0)
     return np.minimum(product, 1.0)  # type: ignore[no-any-return, unused-ignore]
 
 
