@@ -150,8 +150,10 @@ def check_iteration_step(value: int, *, latest: int, step: int, name: str = "ite
 def build_item(
     entry: NewItem, *, max_bytes: int, iteration: int, max_step: int | None = None
 ) -> ContextItem:
-    """The item ``entry`` describes, checked; ``iteration`` (the store's latest) is used when
-    it names none, and with ``max_step`` one it names may be at most that far past it.
+    """The item ``entry`` describes, checked. ``iteration`` is the store's latest recorded;
+    an item that names none belongs to the iteration in progress, one past it (a loop
+    stores during iteration N and records N at its end: counted at the latest, N's items
+    showed under N-1). One it names may be at most ``max_step`` past the latest.
 
     Raises:
         InvalidInput: Empty, oversized or non-UTF-8 content, unknown type, bad tags,
@@ -159,7 +161,7 @@ def build_item(
     """
     content = check_content(entry.content, max_bytes=max_bytes)
     created = check_int(
-        iteration if entry.iteration is None else entry.iteration, name="iteration", low=0
+        iteration + 1 if entry.iteration is None else entry.iteration, name="iteration", low=0
     )
     if entry.iteration is not None and max_step is not None:
         check_iteration_step(created, latest=iteration, step=max_step)

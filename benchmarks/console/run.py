@@ -109,7 +109,7 @@ def _pages(seeded: dict[str, Any], requests: int) -> dict[str, Callable[[int], s
         "items: first page": lambda n: "/console/items",
         "items: page 50": lambda n: "/console/items?page=50",
         "items: type + tag": lambda n: f"/console/items?type=error&tag=session-{n % 30}",
-        "items: age 20-40": lambda n: "/console/items?min_age=20&max_age=40",
+        "items: one iteration": lambda n: f"/console/items?iteration={20 + n % 20}",
         "items: archived": lambda n: "/console/items?state=archived",
         "item": lambda n: f"/console/items/{pick.choice(ids)}",
         "iterations": lambda n: "/console/iterations",

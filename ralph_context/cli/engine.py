@@ -16,7 +16,7 @@ from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
 if TYPE_CHECKING:
     from ralph_context.engine import Engine
 
-__all__ = ["checked", "engine_for", "reader_for", "run"]
+__all__ = ["checked", "engine_for", "reader_for", "reported", "run"]
 
 T = TypeVar("T")
 
@@ -50,8 +50,19 @@ def run(work: Callable[[], Awaitable[T]]) -> T:
         typer.Exit: ``work`` raised a ``RalphContextError`` (code 2 for bad input or
             configuration, 1 for the rest).
     """
+    return reported(lambda: anyio.run(work))
+
+
+def reported(call: Callable[[], T]) -> T:
+    """``call()``, an error of ours printed and turned into the command's exit (a call to
+    the running server fails as opening the store does).
+
+    Raises:
+        typer.Exit: ``call`` raised a ``RalphContextError`` (code 2 for bad input or
+            configuration, 1 for the rest).
+    """
     try:
-        return anyio.run(work)
+        return call()
     except (ConfigError, InvalidInput) as exc:
         raise fail(str(exc), 2) from None
     except RalphContextError as exc:

@@ -17,8 +17,9 @@ from rich.table import Table
 
 from ralph_context.arguments import MAX_ITEMS, MIN_SCORE_HELP, NewItem, build_item, check_query
 from ralph_context.cli.base import ConfigOption, JsonOption, LogOption
-from ralph_context.cli.engine import checked, engine_for, reader_for, run
+from ralph_context.cli.engine import checked, engine_for, reader_for, reported, run
 from ralph_context.cli.output import emit_json, fail, load_settings, out
+from ralph_context.cli.remote import call_tool, served
 from ralph_context.lifecycle.forgetting import check_selection
 from ralph_context.metadata_filter import parse_condition
 from ralph_context.models import ContextType, RetrievalResult
@@ -28,46 +29,37 @@ __all__ = ["demo", "forget", "print_result", "result_payload", "search", "store"
 
 
 def result_payload(result: RetrievalResult) -> dict[str, Any]:
-    """The ``--json`` shape of a search: tier, items (with scores), stats."""
-    return {
-        "tier": result.tier.value,
-        "degraded_reason": result.degraded_reason,
-        "items": [
-            {
-                **hit.item.model_dump(mode="json"),
-                "score": round(hit.score, 6),
-                "breakdown": {k: round(v, 6) for k, v in hit.breakdown.items()},
-            }
-            for hit in result.items
-        ],
-        "stats": {
-            "query_embedding_time_ms": round(result.query_embedding_time_ms, 3),
-            "search_time_ms": round(result.search_time_ms, 3),
-            "total_candidates": result.total_candidates,
-            "filtered_count": result.filtered_count,
-        },
-    }
+    """The ``--json`` shape of a search: ``get_relevant_context``'s answer (items best
+    first, each ``{item, score, breakdown, tokens}``; ``stats`` with the tier), so a script
+    reads the command and the MCP tool alike."""
+    from ralph_context.server.schemas import ContextAnswer, SearchStats
+
+    answer = ContextAnswer(items=list(result.items), stats=SearchStats.of(result))
+    return answer.model_dump(mode="json")
 
 
-def print_result(result: RetrievalResult) -> None:
-    table = Table(title=f"{len(result.items)} item(s) · tier [bold]{result.tier.value}[/]")
+def print_result(answer: dict[str, Any]) -> None:
+    """A search's answer (:func:`result_payload`'s shape) as a table."""
+    stats = answer["stats"]
+    table = Table(title=f"{len(answer['items'])} item(s) · tier [bold]{stats['tier']}[/]")
     for column in ("score", "type", "content", "tags", "id"):
         table.add_column(column, overflow="fold")
-    for hit in result.items:
-        item = hit.item
+    for hit in answer["items"]:
+        item = hit["item"]
+        content = str(item["content"])
         table.add_row(
-            f"{hit.score:.3f}",
-            item.content_type.value,
-            item.content if len(item.content) <= 200 else item.content[:200] + "…",
-            ", ".join(item.tags),
-            item.id,
+            f"{hit['score']:.3f}",
+            item["content_type"],
+            content if len(content) <= 200 else content[:200] + "…",
+            ", ".join(item["tags"]),
+            item["id"],
         )
     out.print(table)
-    if result.degraded_reason:
-        out.print(f"[yellow]degraded:[/] {result.degraded_reason}", highlight=False)
+    if stats["degraded_reason"]:
+        out.print(f"[yellow]degraded:[/] {stats['degraded_reason']}", highlight=False)
     out.print(
-        f"query embedding {result.query_embedding_time_ms:.1f} ms · search "
-        f"{result.search_time_ms:.1f} ms · {result.total_candidates} candidates"
+        f"query embedding {stats['query_embedding_time_ms']:.1f} ms · search "
+        f"{stats['search_time_ms']:.1f} ms · {stats['total_candidates']} candidates"
     )
 
 
@@ -85,8 +77,8 @@ def store(
         int | None,
         typer.Option(
             min=0,
-            help="Iteration it belongs to (default: the latest; at most "
-            "lifecycle.max_iteration_step past it).",
+            help="Iteration it belongs to (default: the one in progress, one past the "
+            "latest recorded; at most lifecycle.max_iteration_step past the latest).",
         ),
     ] = None,
     thread: Annotated[
@@ -173,6 +165,22 @@ def search(
         )
     )
 
+    server = served(settings)
+    if server is not None:
+        arguments: dict[str, Any] = {"query": query, "tags": tag}
+        if limit is not None:
+            arguments["max_items"] = limit
+        if type_:
+            arguments["context_types"] = [kind.value for kind in type_]
+        if min_score is not None:
+            arguments["min_score"] = min_score
+        if conditions:
+            arguments["metadata"] = [c.model_dump(mode="json") for c in conditions]
+        answer = reported(lambda: call_tool(server, "get_relevant_context", arguments))
+        if answer is not None:
+            _show(answer, as_json)
+            return
+
     async def work() -> RetrievalResult:
         async with reader_for(settings) as engine:
             return await engine.search(
@@ -184,11 +192,14 @@ def search(
                 metadata=conditions,
             )
 
-    result = run(work)
+    _show(result_payload(run(work)), as_json)
+
+
+def _show(answer: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        emit_json(result_payload(result))
+        emit_json(answer)
     else:
-        print_result(result)
+        print_result(answer)
 
 
 def forget(
@@ -315,7 +326,7 @@ def demo(
             out.print(f"session 2: reopened the store, tier {engine.health().tier.value}")
             for query in DEMO_QUERIES:
                 out.print(f"\n[bold]query:[/] {query}", highlight=False)
-                print_result(await engine.search(query, max_items=3))
+                print_result(result_payload(await engine.search(query, max_items=3)))
 
     try:
         run(session_one)

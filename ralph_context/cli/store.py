@@ -2,8 +2,11 @@
 the store as a whole (what it holds, whether it serves, backups and moves, a new embedding
 model, secrets stored before redaction).
 
-``stats``, ``health`` and ``export`` only read: beside a running server (which holds the
-writer lock) they open the store read-only.
+``stats`` and ``health`` ask the server that holds the store, when one serves it over HTTP
+(``remote``: its figures in a fraction of a second, no model loaded); ``export``, and
+``stats`` and ``health`` beside a server without an endpoint, open the store read-only.
+Their ``--json`` is the MCP tools' answer (``get_context_stats``, ``health_check``) either
+way.
 """
 
 from __future__ import annotations
@@ -20,35 +23,63 @@ from rich.table import Table
 
 from ralph_context import namespaces
 from ralph_context.cli.base import ConfigOption, JsonOption, LogOption
-from ralph_context.cli.engine import engine_for, reader_for, run
+from ralph_context.cli.engine import engine_for, reader_for, reported, run
 from ralph_context.cli.output import emit_json, err, fail, load_settings, out
+from ralph_context.cli.remote import call_tool, served
+from ralph_context.config import Settings
 from ralph_context.errors import RalphContextError
 
 if TYPE_CHECKING:
-    from ralph_context.engine import EngineHealth
-    from ralph_context.storage.lance_store import StoreStats
     from ralph_context.transfer.export_import import TransferReport
 
 __all__ = ["export_", "health", "import_", "redact", "reindex", "stats"]
 
 
-def _stats_payload(stats: StoreStats) -> dict[str, Any]:
-    return dict(stats.__dict__)
+def _stats_payload(settings: Settings) -> dict[str, Any]:
+    """``get_context_stats``'s answer: the server's, when one holds the store (no model, no
+    store opened here), else from the store opened read-only."""
+    server = served(settings)
+    if server is not None:
+        answer = call_tool(server, "get_context_stats", {})
+        if answer is not None:
+            return answer
+    from ralph_context.server.schemas import ContextStats
+
+    async def work() -> dict[str, Any]:
+        async with reader_for(settings) as engine:
+            found = await engine.stats()
+        return ContextStats.of(found, settings).model_dump(mode="json")
+
+    return run(work)
 
 
-def _health_payload(health: EngineHealth) -> dict[str, Any]:
-    return {
-        "status": health.status,
-        "tier": health.tier.value,
-        "model_id": health.model_id,
-        "store": health.store,
-        "without_vector": health.without_vector,
-        "actors": {
-            name: {"state": health.state(name), "restarts": s.restarts, "last_error": s.last_error}
-            for name, s in health.actors.items()
-        },
-        "not_configured": sorted(health.not_configured),
-    }
+def _health_payload(settings: Settings) -> dict[str, Any]:
+    """``health_check``'s answer, from the server that holds the store or from the store
+    opened read-only (as :func:`_stats_payload`)."""
+    server = served(settings)
+    if server is not None:
+        answer = call_tool(server, "health_check", {})
+        if answer is not None:
+            return answer
+    from ralph_context import __version__
+    from ralph_context.server.schemas import HealthReport
+
+    async def work() -> dict[str, Any]:
+        async with reader_for(settings) as engine:
+            try:
+                size: int | None = await engine.size_bytes()
+            except RalphContextError:  # the store is down: health says so
+                size = None
+            report = HealthReport.of(
+                engine.health(),
+                size_bytes=size,
+                max_size_mb=settings.storage.max_size_mb,
+                current_iteration=engine.current_iteration,
+                version=__version__,
+            )
+        return report.model_dump(mode="json")
+
+    return run(work)
 
 
 def export_(
@@ -117,14 +148,10 @@ def _transfer_line(verb: str, report: TransferReport) -> str:
 def stats(
     config: ConfigOption = None, as_json: JsonOption = False, log_level: LogOption = None
 ) -> None:
-    """What the store holds: counts by type and state, size, model."""
+    """What the store holds: counts by type and state, size, model (the running server's
+    figures when one holds the store)."""
     settings = load_settings(config, log_level)
-
-    async def work() -> StoreStats:
-        async with reader_for(settings) as engine:
-            return await engine.stats()
-
-    payload = _stats_payload(run(work))
+    payload = reported(lambda: _stats_payload(settings))
     if as_json:
         emit_json(payload)
         return
@@ -132,36 +159,33 @@ def stats(
     table.add_column("key")
     table.add_column("value", overflow="fold")
     for key, value in payload.items():
-        table.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
+        shown = json.dumps(value) if isinstance(value, dict | list) else str(value)
+        table.add_row(key, shown)
     out.print(table)
 
 
 def health(
     config: ConfigOption = None, as_json: JsonOption = False, log_level: LogOption = None
 ) -> None:
-    """Per-actor health and the retrieval tier in effect. Exits 1 unless fully semantic."""
+    """Per-actor health and the retrieval tier in effect (the running server's when one
+    holds the store). Exits 1 unless fully semantic."""
     settings = load_settings(config, log_level)
-
-    async def work() -> EngineHealth:
-        async with reader_for(settings) as engine:
-            return engine.health()
-
-    report = run(work)
-    payload = _health_payload(report)
+    report = reported(lambda: _health_payload(settings))
     if as_json:
-        emit_json(payload)
+        emit_json(report)
     else:
-        title = f"{report.status} · tier [bold]{report.tier.value}[/] · model {report.model_id}"
+        title = f"{report['status']} · tier [bold]{report['tier']}[/] · model {report['model_id']}"
         table = Table(title=title)
         for column in ("actor", "state", "restarts", "last error"):
             table.add_column(column, overflow="fold")
-        for name, snapshot in report.actors.items():
-            shown = report.state(name)
-            error = "" if shown == "not_configured" else snapshot.last_error or ""
-            table.add_row(name, shown, str(snapshot.restarts), error)
+        for name, actor in report["actors"].items():
+            # An actor left off by configuration has no error: its "last error" only
+            # says it is not configured, which the state column says already.
+            error = "" if actor["state"] == "not_configured" else actor["last_error"] or ""
+            table.add_row(name, actor["state"], str(actor["restarts"]), error)
         out.print(table)
-        out.print(f"store: {report.store}", highlight=False)
-    if not report.ok:
+        out.print(f"store: {report['store']}", highlight=False)
+    if report["tier"] != "semantic":
         raise typer.Exit(1)
 
 

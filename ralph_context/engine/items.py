@@ -93,7 +93,9 @@ class Items:
 
         ``source`` names the thread the item belongs to (a conversation, a session, a
         task): with the same ``iteration``, items of one source stored one after another
-        are neighbours in retrieval. ``iteration`` defaults to the latest recorded.
+        are neighbours in retrieval. ``iteration`` defaults to the iteration in progress
+        (one past the latest recorded): a loop records iteration N at its end, after
+        storing N's items.
 
         Raises:
             InvalidInput: Empty, oversized or non-UTF-8 content, unknown type, bad tags,

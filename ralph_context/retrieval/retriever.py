@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import cast
 
 import anyio
@@ -33,7 +34,7 @@ from ralph_context.arguments import Query
 from ralph_context.config import Settings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ActorUnavailable, StoreError
-from ralph_context.models import RetrievalResult, RetrievedItem, Tier
+from ralph_context.models import ContextItem, RetrievalResult, RetrievedItem, Tier
 from ralph_context.retrieval.archive import archive_hits, archived_candidates
 from ralph_context.retrieval.candidate_pool import (
     CANDIDATE_FACTOR,
@@ -47,7 +48,7 @@ from ralph_context.retrieval.candidate_pool import (
     standing_out,
     with_neighbour_match,
 )
-from ralph_context.retrieval.scoring import Candidate, Ranking, item_tokens, rank
+from ralph_context.retrieval.scoring import Candidate, Ranking, Scored, item_tokens, rank
 from ralph_context.retrieval.scoring_actor import ScoringActor
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.threads import place
@@ -362,17 +363,13 @@ class Retriever:
         embed_ms: float,
         search_ms: float,
     ) -> RetrievalResult:
-        chosen = ranking.kept
-        self._note_access([s.item.id for s in chosen])
+        shown = zip(ranking.kept, self._note_access(ranking.kept), strict=True)
         return RetrievalResult(
             items=tuple(
                 RetrievedItem(
-                    item=s.item,
-                    score=s.score,
-                    breakdown=s.breakdown,
-                    tokens=item_tokens(s.item),
+                    item=item, score=s.score, breakdown=s.breakdown, tokens=item_tokens(item)
                 )
-                for s in chosen
+                for s, item in shown
             ),
             query_embedding_time_ms=embed_ms,
             search_time_ms=search_ms,
@@ -391,6 +388,13 @@ class Retriever:
         matrix = await self.embedding.call(EmbedRequest((text,), query=True), timeout=timeout)
         return cast(Vectors, matrix[0])
 
-    def _note_access(self, ids: list[str]) -> None:
-        if ids and not self.storage.record_access(ids):
+    def _note_access(self, chosen: Sequence[Scored]) -> list[ContextItem]:
+        """Count this retrieval; the items as any later read shows them (counted once more:
+        the console's card and its items list agree), or as they were if it was not."""
+        items = [s.item for s in chosen]
+        if items and not self.storage.record_access([i.id for i in items]):
             log.warning("access_not_recorded", reason="storage actor not taking requests")
+            return items
+        when = datetime.now(UTC)
+        update = [{"access_count": i.access_count + 1, "last_accessed": when} for i in items]
+        return [i.model_copy(update=u) for i, u in zip(items, update, strict=True)]

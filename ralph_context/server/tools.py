@@ -28,6 +28,7 @@ from ralph_context.models import (
 from ralph_context.packs.toolkit import CLOSED, DESTROY, READ, WRITE, EngineHolder
 from ralph_context.privacy import counted
 from ralph_context.server import callers
+from ralph_context.server.renamed import OldMinScore, usefulness_floor
 from ralph_context.server.schemas import (
     ContextAnswer,
     ContextStats,
@@ -87,8 +88,9 @@ ItemIteration = Annotated[
         le=MAX_ITERATION,
         description="The iteration (a loop's step, a conversation's session) the item "
         "belongs to; a thread's items are neighbours only within one. At most "
-        "lifecycle.max_iteration_step past the latest recorded; default the latest "
-        "recorded.",
+        "lifecycle.max_iteration_step past the latest recorded; default the iteration "
+        "in progress, one past the latest recorded (store_iteration_result records it "
+        "at its end).",
     ),
 ]
 # Names and paths an iteration lists (tool_calls, artifacts), at most.
@@ -194,10 +196,14 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     @server.tool(annotations=READ)
     async def get_skills(
         tags: Annotated[Tags, Field(description="Any of these tags.")] = None,
-        min_score: Annotated[Unit, Field(description="Minimum usefulness.")] = 0.5,
+        min_usefulness: Annotated[
+            Unit, Field(description="Minimum usefulness (0-1; an unrated item has 0.5).")
+        ] = 0.5,
+        min_score: OldMinScore = None,
     ) -> Skills:
         """Learned skills and strategies at or above a usefulness score, most useful first."""
-        skills = await holder.get().skills(tags, min_score)
+        floor = usefulness_floor(min_usefulness, min_score, 0.5)
+        skills = await holder.get().skills(tags, floor)
         return Skills(skills=skills, count=len(skills))
 
     @server.tool(annotations=WRITE)
@@ -305,15 +311,17 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     @server.tool(annotations=DESTROY)
     async def prune_low_value_context(
         ctx: Context[Any, Any],
-        min_score: Annotated[
+        min_usefulness: Annotated[
             Unit, Field(description="Delete items with usefulness below this.")
         ] = 0.3,
         dry_run: bool = False,
+        min_score: OldMinScore = None,
     ) -> LifecycleAnswer:
-        """Delete items whose usefulness fell below min_score (only negative feedback gets
-        an item there). Permanent; dry_run lists what would go."""
+        """Delete items whose usefulness fell below min_usefulness (only negative feedback
+        gets an item there). Permanent; dry_run lists what would go."""
+        floor = usefulness_floor(min_usefulness, min_score, 0.3)
         report = await holder.get().prune_low_value(
-            min_score, dry_run=dry_run, progress=ctx.report_progress
+            floor, dry_run=dry_run, progress=ctx.report_progress
         )
         return LifecycleAnswer.of(report)
 

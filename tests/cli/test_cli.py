@@ -62,17 +62,19 @@ def test_store_then_search_json_has_the_documented_shape(config: Path) -> None:
             "search", "missing module requests", "--limit", "5", "--config", str(config), "--json"
         ).stdout
     )
-    assert found["tier"] == "semantic"
-    assert [item["id"] for item in found["items"]] == [stored["id"]]
+    # get_relevant_context's shape: each hit is {item, score, breakdown, tokens}.
+    assert found["stats"]["tier"] == "semantic"
+    assert [hit["item"]["id"] for hit in found["items"]] == [stored["id"]]
     first = found["items"][0]
-    assert {"id", "content", "content_type", "state", "tags", "score"} <= set(first)
-    assert first["content_type"] == "error"
-    assert first["state"] == "active"
-    assert first["tags"] == ["deps", "x' OR 1=1 --"]
+    assert {"item", "score", "breakdown", "tokens"} == set(first)
+    assert {"id", "content", "content_type", "state", "tags"} <= set(first["item"])
+    assert first["item"]["content_type"] == "error"
+    assert first["item"]["state"] == "active"
+    assert first["item"]["tags"] == ["deps", "x' OR 1=1 --"]
     assert 0.3 <= first["score"] <= 1.0
     assert {"search_time_ms", "query_embedding_time_ms", "total_candidates"} <= set(found["stats"])
     filtered = search_json(config, "the requests module is missing", "--type", "error")
-    assert {item["content_type"] for item in filtered["items"]} == {"error"}
+    assert {hit["item"]["content_type"] for hit in filtered["items"]} == {"error"}
     cli(
         "store",
         "requests is pinned to 2.31 for the proxy bug",
@@ -84,7 +86,9 @@ def test_store_then_search_json_has_the_documented_shape(config: Path) -> None:
     pinned = search_json(
         config, "requests module", "--where", "pinned == true", "-w", 'version >= "2.30"'
     )
-    assert [item["metadata"] for item in pinned["items"]] == [{"pinned": True, "version": "2.31"}]
+    assert [hit["item"]["metadata"] for hit in pinned["items"]] == [
+        {"pinned": True, "version": "2.31"}
+    ]
 
 
 def test_stats_and_health_report_the_store_and_tier(config: Path) -> None:
@@ -147,8 +151,8 @@ def test_changing_models_asks_for_reindex_and_reindex_fixes_it(config: Path) -> 
     assert "some-older-model" in refused.stderr
     cli("reindex", "--config", str(config))
     found = json.loads(cli("search", "payments test", "--config", str(config), "--json").stdout)
-    assert [hit["id"] for hit in found["items"]] == [item["id"]]
-    assert found["tier"] == "semantic"
+    assert [hit["item"]["id"] for hit in found["items"]] == [item["id"]]
+    assert found["stats"]["tier"] == "semantic"
 
 
 def test_demo_stores_reopens_and_searches() -> None:

@@ -463,4 +463,4 @@ async def test_the_iteration_clock_survives_a_restart(
             clock = engine.current_iteration
             item = await engine.store("stored after the restart", "output")
     assert clock == 7
-    assert item.created_iteration == 7
+    assert item.created_iteration == 8  # the iteration in progress, after the restart too

@@ -154,7 +154,10 @@ async def test_lifecycle_dry_run_reports_the_plan_and_changes_nothing(
     with anyio.fail_after(90):
         async with Engine(settings(make_settings), model_loader=shared_model) as engine:
             long, short = await engine.store_many(
-                [NewItem(REPORT, "iteration", iteration=0), NewItem("short note", "output")]
+                [
+                    NewItem(REPORT, "iteration", iteration=0),
+                    NewItem("short note", "output", iteration=0),
+                ]
             )
             await advance(engine, 4)
             summary_preview = await engine.summarize_old(2, dry_run=True)

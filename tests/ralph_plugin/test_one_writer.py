@@ -66,10 +66,10 @@ def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
         # Through the server too, the output is in the hook's thread, at its iteration.
         assert (fact["source"], fact["created_iteration"]) == ("ralph", 1)
 
-        # A command that only reads opens the store read-only beside the server.
+        # A command that only reads asks the server (its answer in the MCP shape).
         reading = _cli(config, "search", "invoice export CSV encoding", "--json")
         assert reading.returncode == 0, reading.stderr
         found = json.loads(reading.stdout)
-        assert FACT in [hit["content"] for hit in found["items"]]
+        assert FACT in [hit["item"]["content"] for hit in found["items"]]
     finally:
         server.stop(kill=True)

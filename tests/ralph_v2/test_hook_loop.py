@@ -234,7 +234,7 @@ def test_a_simulated_loop_carries_a_lesson_forward_and_keeps_the_users_memories(
         text=True,
         check=True,
     )
-    contents = [i["content"] for i in json.loads(history.stdout)["items"]]
+    contents = [hit["item"]["content"] for hit in json.loads(history.stdout)["items"]]
     assert "Run the importer with --strict in CI" not in contents  # forgotten with Ralph
 
 

@@ -132,9 +132,17 @@ async def exercise(client: mcp.Client) -> None:
 
     feedback = await call(client, "mark_useful", item_id=skill["id"], helpful=True, reason="ok")
     assert feedback["usefulness_score"] == pytest.approx(0.6)
-    skills = await call(client, "get_skills", tags=["db"], min_score=0.55)
+    skills = await call(client, "get_skills", tags=["db"], min_usefulness=0.55)
     assert [s["id"] for s in skills["skills"]] == [skill["id"]]
+    assert (await call(client, "get_skills", min_usefulness=0.9))["count"] == 0
+    # min_score, the usefulness floor's former name here, still works (deprecated).
+    old = await call(client, "get_skills", tags=["db"], min_score=0.55)
+    assert [s["id"] for s in old["skills"]] == [skill["id"]]
     assert (await call(client, "get_skills", min_score=0.9))["count"] == 0
+    both = await error_of(client, "get_skills", min_usefulness=0.9, min_score=0.55)
+    assert "min_usefulness alone" in both
+    old_name = tools["get_skills"].input_schema["properties"]["min_score"]
+    assert old_name.get("deprecated") is True
     history = await call(client, "get_iteration_history", last_n=5)
     assert [i["iteration"] for i in history["iterations"]] == [3]
 
@@ -153,7 +161,7 @@ async def exercise(client: mcp.Client) -> None:
     assert len(dry.structured_content["summarized"]) == 2
     pruned = await client.call_tool(
         "prune_low_value_context",
-        {"min_score": 0.3, "dry_run": False},
+        {"min_usefulness": 0.3, "dry_run": False},
         progress_callback=on_progress,
     )
     assert pruned.structured_content is not None and pruned.structured_content["pruned"] == []

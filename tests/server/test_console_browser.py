@@ -322,3 +322,66 @@ def test_a_read_only_console_shows_no_write_button_and_refuses_a_write(
         assert refused.status == 403 and "read-only" in refused.text()
     finally:
         process.stop()
+
+
+def test_items_stored_while_an_iteration_runs_are_counted_under_that_iteration(
+    page: Page, served: Served
+) -> None:
+    async def loop() -> int:
+        async with mcp_client(served.url, EVERYWHERE) as client:
+            latest = int((await call(client, "health_check"))["current_iteration"])
+            # A loop stores during iteration N, then records N: N's items belong to N.
+            for offset, contents in enumerate((["first"], ["second", "third"], []), 1):
+                for content in contents:
+                    await call(client, "store_context", content=content, context_type="output")
+                await call(
+                    client,
+                    "store_iteration_result",
+                    iteration=latest + offset,
+                    success=True,
+                    summary=f"stored {len(contents)}",
+                )
+            return latest
+
+    latest = beside(loop)
+    log_in(page, served, then="/iterations")
+    counts: dict[int, int] = {}
+    for row in page.get_by_test_id("iteration-row").all():
+        cells = row.locator("td").all_inner_texts()
+        counts[int(cells[0])] = int(cells[5])
+    assert [counts[latest + n] for n in (1, 2, 3)] == [1, 2, 0], counts
+    page.goto(served.console + f"/items?iteration={latest + 2}")
+    shown = page.get_by_test_id("item-row").locator("td.content").all_inner_texts()
+    assert sorted(shown) == ["second", "third"]
+
+
+def test_a_search_card_agrees_with_the_items_list_and_an_unrated_item_reads_so(
+    page: Page, served: Served
+) -> None:
+    from playwright.sync_api import expect
+
+    (item,) = stored(served, [("The nightly backup job writes to bucket nightly-7.", "output")])
+    log_in(page, served, then="/search?q=where+does+the+nightly+backup+go")
+    card = page.locator(f"[data-testid=result][data-item-id='{item}']")
+    expect(card).to_contain_text("retrieved 1\u00d7")  # this search counted
+    expect(card.locator("tr[data-factor=usefulness]")).to_contain_text("not rated yet")
+    expect(card.locator("tr[data-factor=usefulness] svg")).to_have_count(0)  # no half bar
+    expect(card.get_by_test_id("usefulness").locator("..")).to_contain_text("(not rated yet)")
+    page.goto(served.console + "/items?type=output")
+    row = page.locator(f"[data-testid=item-row][data-item-id='{item}']")
+    expect(row.locator("td").nth(6)).to_have_text("1")  # the retrieved column
+
+
+def test_health_leaves_a_configured_off_actor_without_an_error_and_items_filter_by_iteration(
+    page: Page, served: Served
+) -> None:
+    from playwright.sync_api import expect
+
+    log_in(page, served, then="/health")
+    inference = page.locator("tr[data-actor=inference]")
+    expect(inference).to_contain_text("not_configured")
+    expect(inference.get_by_test_id("last-error")).to_have_text("")
+    page.goto(served.console + "/items")
+    # One filter for when an item was stored: its iteration, not an age range beside it.
+    expect(page.locator("form.filters input[type=number]")).to_have_count(1)
+    expect(page.locator("form.filters input[name=iteration]")).to_have_count(1)

@@ -72,20 +72,19 @@ async def search(visit: Visit) -> tuple[str, dict[str, Any]]:
 
 
 async def items(visit: Visit) -> tuple[str, dict[str, Any]]:
-    """``/console/items``: the store by type, state, tag and age, newest first, in pages."""
+    """``/console/items``: the store by type, state, tag and iteration, newest first, in
+    pages. One filter says when an item was stored: the iteration it belongs to (the
+    column the table shows, and what the iterations page links with); an "age" range
+    beside it said the same thing counted backwards from the clock."""
     params = visit.request.query_params
     engine = visit.engine
-    now = engine.current_iteration
-    filters = {
-        name: params.get(name, "").strip()
-        for name in ("type", "state", "tag", "min_age", "max_age", "iteration")
-    }
+    filters = {name: params.get(name, "").strip() for name in ("type", "state", "tag", "iteration")}
     context: dict[str, Any] = {
         "page_name": "items",
         "types": TYPES,
         "states": STATES,
         "filters": filters,
-        "now": now,
+        "now": engine.current_iteration,
         "page": None,
         "problem": None,
         "number": 1,
@@ -93,34 +92,20 @@ async def items(visit: Visit) -> tuple[str, dict[str, Any]]:
     try:
         number = max(1, _number(params.get("page"), "page", int) or 1)
         context["number"] = number
-        low, high = _iterations(filters, now)
-        # An age no item can have yet reads nothing.
-        if high is None or (high >= 0 and (low is None or low <= high)):
-            context["page"] = await engine.browse(
-                context_types=[filters["type"]] if filters["type"] else None,
-                state=filters["state"] or None,
-                tags=[t.strip() for t in filters["tag"].split(",") if t.strip()] or None,
-                min_iteration=low,
-                max_iteration=high,
-                offset=(number - 1) * PER_PAGE,
-                limit=PER_PAGE,
-            )
+        exact = _number(filters["iteration"], "iteration", int)
+        context["page"] = await engine.browse(
+            context_types=[filters["type"]] if filters["type"] else None,
+            state=filters["state"] or None,
+            tags=[t.strip() for t in filters["tag"].split(",") if t.strip()] or None,
+            min_iteration=exact,
+            max_iteration=exact,
+            offset=(number - 1) * PER_PAGE,
+            limit=PER_PAGE,
+        )
     except (InvalidInput, _Problem) as exc:
         context["problem"] = str(exc)
     context["pages"] = _pager(visit, filters, context["number"], context["page"])
     return "items.html", context
-
-
-def _iterations(filters: dict[str, str], now: int) -> tuple[int | None, int | None]:
-    """The iteration bounds an exact iteration or an age range (in iterations) means."""
-    exact = _number(filters["iteration"], "iteration", int)
-    if exact is not None:
-        return exact, exact
-    min_age = _number(filters["min_age"], "min_age", int)
-    max_age = _number(filters["max_age"], "max_age", int)
-    low = None if max_age is None else max(0, now - max_age)
-    high = None if min_age is None else now - min_age
-    return low, high
 
 
 def _pager(visit: Visit, filters: dict[str, str], number: int, page: Any) -> dict[str, Any]:

@@ -21,9 +21,10 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 from starlette.responses import HTMLResponse
 
+from ralph_context.models import ContextItem
 from ralph_context.privacy import MARK
 
-__all__ = ["HEADERS", "Renderer"]
+__all__ = ["HEADERS", "UNRATED", "Renderer"]
 
 HERE = Path(__file__).resolve().parent
 HEADERS = {
@@ -36,6 +37,11 @@ HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+
+
+# The usefulness every item starts with, before any feedback: the neutral middle of 0-1. The
+# pages say "not rated yet" for it, where a bar half full would read as "half useful".
+UNRATED: float = ContextItem.model_fields["usefulness_score"].default
 
 
 def _ago(when: datetime | None) -> str:
@@ -114,6 +120,7 @@ class Renderer:
             marked=_marked,
             redactions=_redactions,
         )
+        self.env.globals["unrated"] = UNRATED
 
     def page(
         self,

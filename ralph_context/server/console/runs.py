@@ -136,12 +136,19 @@ async def health(visit: Visit) -> tuple[str, dict[str, Any]]:
     except RalphContextError as exc:
         problem = hide_paths(str(exc), engine.settings)
     state = engine.health()
-    # The console is read over HTTP: no path of the server's file system (see callers).
+    # The console is read over HTTP: no path of the server's file system (see callers). An
+    # actor left off by configuration has no error: what its supervisor keeps as one
+    # ("inference not_configured") is its state, which the state column shows.
     actors = [
         (
             name,
             state.state(name),
-            replace(snap, last_error=hide_paths(snap.last_error, engine.settings)),
+            replace(
+                snap,
+                last_error=None
+                if name in state.not_configured
+                else hide_paths(snap.last_error, engine.settings),
+            ),
         )
         for name, snap in state.actors.items()
     ]
