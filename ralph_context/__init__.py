@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         ServerUnreachable,
         StoreError,
         StoreLocked,
+        StoreUnwritable,
         UnknownContextType,
         UnparseableReply,
     )
@@ -82,6 +83,7 @@ _HOMES: dict[str, str] = {
             "ServerUnreachable",
             "StoreError",
             "StoreLocked",
+            "StoreUnwritable",
             "UnknownContextType",
             "UnparseableReply",
         ),
@@ -142,6 +144,7 @@ __all__ = [
     "Settings",
     "StoreError",
     "StoreLocked",
+    "StoreUnwritable",
     "Tier",
     "UnknownContextType",
     "UnparseableReply",

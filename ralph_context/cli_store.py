@@ -48,6 +48,7 @@ def _health_payload(health: EngineHealth) -> dict[str, Any]:
             for name, s in health.actors.items()
         },
         "not_configured": sorted(health.not_configured),
+        "write_error": health.write_error,
     }
 
 
@@ -139,7 +140,8 @@ def stats(
 def health(
     config: ConfigOption = None, as_json: JsonOption = False, log_level: LogOption = None
 ) -> None:
-    """Per-actor health and the retrieval tier in effect. Exits 1 unless fully semantic."""
+    """Per-actor health and the retrieval tier in effect. Exits 1 unless fully semantic
+    and writable."""
     settings = load_settings(config, log_level)
 
     async def work() -> EngineHealth:
@@ -161,6 +163,8 @@ def health(
             table.add_row(name, shown, str(snapshot.restarts), error)
         out.print(table)
         out.print(f"store: {report.store}", highlight=False)
+        if report.write_error:
+            out.print(f"writes refused: {report.write_error}", highlight=False)
     if not report.ok:
         raise typer.Exit(1)
 

@@ -19,7 +19,7 @@ import structlog
 from ralph_context._logging import ensure_logging
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.inference import InferenceActor
-from ralph_context.actors.lifecycle import LifecycleActor
+from ralph_context.actors.lifecycle import LifecycleActor, RunLifecycle
 from ralph_context.actors.scoring import ScoringActor
 from ralph_context.actors.settle import settle_store
 from ralph_context.actors.storage import StorageActor
@@ -72,24 +72,28 @@ class EngineHealth:
     # secrets replaced since start, by kind.
     redaction: bool = True
     redacted: Mapping[str, int] = field(default_factory=dict)
+    # Why writes are refused while the store is served read-only (a full or unwritable
+    # disk: see ``actors.storage_unwritable``); None while writes work.
+    write_error: str | None = None
 
     @property
     def ok(self) -> bool:
-        """True when every actor serves (full semantic retrieval)."""
-        return self.tier is Tier.SEMANTIC
+        """True when every actor serves all of its work (full semantic retrieval, writes)."""
+        return self.tier is Tier.SEMANTIC and self.write_error is None
 
     def state(self, name: str) -> str:
         """Actor ``name``'s state as reported: ``not_configured`` for an optional part left
         off by configuration (its actor is down by choice; "down" alarmed people who had
-        never set one up)."""
-        return "not_configured" if name in self.not_configured else self.actors[name].state.value
+        never set one up), ``degraded: read-only`` for one serving part of its work."""
+        return "not_configured" if name in self.not_configured else self.actors[name].shown
 
     @property
     def status(self) -> Literal["healthy", "degraded", "unhealthy"]:
-        """``healthy`` when every configured actor serves, ``degraded`` when queries fall
-        back to a lower tier, ``unhealthy`` when nothing can be retrieved."""
+        """``healthy`` when every configured actor serves all of its work, ``degraded``
+        when queries fall back to a lower tier or an actor serves only part of its work
+        (a store that cannot be written), ``unhealthy`` when nothing can be retrieved."""
         required = [a for n, a in self.actors.items() if n not in self.not_configured]
-        if self.tier is Tier.SEMANTIC and all(a.serving for a in required):
+        if self.tier is Tier.SEMANTIC and all(a.whole for a in required):
             return "healthy"
         return "degraded" if self.tier in (Tier.SEMANTIC, Tier.TEXT) else "unhealthy"
 
@@ -175,6 +179,9 @@ class EngineWiring:
             supervisor.background(
                 lambda: settle_store(storage, retention, lambda: foreground.calm), name="settle"
             )
+            # Writes refused by a full or unwritable disk resume by themselves once it
+            # takes a write again (see actors.storage_unwritable).
+            supervisor.background(storage.write_fault.recover, name="write-probe")
         if storage.health.snapshot().serving:
             self._iteration = await storage.latest_iteration()
         scoring = ScoringActor(settings.scoring, timeout=SCORING_TIMEOUT)
@@ -206,6 +213,8 @@ class EngineWiring:
         )
         await supervisor.start(lifecycle)
         self._lifecycle = lifecycle
+        if settings.lifecycle.auto_run:  # the pass a paused store put off
+            storage.write_fault.on_resume(lambda: lifecycle.tell(RunLifecycle()))
         self._retriever = Retriever(
             settings,
             embedding=embedding,
@@ -279,6 +288,7 @@ class EngineWiring:
             without_vector=self._storage.without_vector if self._storage is not None else None,
             redaction=self.redactor.enabled,
             redacted=counted(self.redactor.counts),
+            write_error=self._storage.write_error if self._storage is not None else None,
         )
 
     @property

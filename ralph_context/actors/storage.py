@@ -21,7 +21,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import anyio
-import pyarrow as pa
 import structlog
 
 from ralph_context.actors.storage_beside import maintain_beside_appends
@@ -56,6 +55,7 @@ from ralph_context.actors.storage_requests import (
     TextHit,
     VectorHit,
 )
+from ralph_context.actors.storage_unwritable import WriteFault
 from ralph_context.actors.storage_writes import StorageWrites
 from ralph_context.config import StorageSettings
 from ralph_context.errors import ModelMismatch, RalphContextError, StoreError, StoreLocked
@@ -82,18 +82,14 @@ _OVERDUE = 4
 # compaction due: every search scans them, ~6 ms more per 1,000 at 100k items.
 _UNINDEXED_ROWS = 1_000
 
-# Errors the store raises for the data in a request (bad text or types, a number too large
-# for its column: pyarrow raises OverflowError), not for a lost resource: the request is
-# refused and the actor keeps serving. Five such numbers once took the actor down for good.
-_REQUEST_ERRORS = (ValueError, TypeError, UnicodeError, ArithmeticError, pa.ArrowException)
-
 
 class StorageActor(StorageReads, StorageWrites):
     """Serves the store: write helpers wrap :meth:`call` (one at a time, in order), read
     helpers run at once beside them (see the module's docstring).
 
     Every helper raises ``ActorUnavailable`` when the actor is down, restarting or slower than
-    ``timeout``, and ``StoreError`` when the store refuses the data in a request.
+    ``timeout``, and ``StoreError`` when the store refuses the data in a request; a write
+    raises ``StoreUnwritable`` while the disk refuses writes (``storage_unwritable``).
 
     Args:
         settings: The ``storage`` section.
@@ -135,6 +131,7 @@ class StorageActor(StorageReads, StorageWrites):
         self._repair_after = 0.0
         self._readers = anyio.CapacityLimiter(_READERS)
         self._crowding = Crowding()
+        self.write_fault = WriteFault(location, self.health, self.tell, self._usage_pending)
 
     @property
     def model_id(self) -> str | None:
@@ -217,6 +214,8 @@ class StorageActor(StorageReads, StorageWrites):
     async def handle(self, request: StorageRequest) -> object:
         if self.read_only:
             return self._refuse_write(request)
+        if self.write_fault.error is not None and not isinstance(request, InPacks):
+            return self.write_fault.refuse(request)  # a pack's function may only read
         match request:
             case FlushUsage():
                 await self._flush_usage()
@@ -287,8 +286,8 @@ class StorageActor(StorageReads, StorageWrites):
                     envelope.resolve(await self.handle(envelope.request))
                 except RalphContextError as error:
                     envelope.refuse(error)
-                except _REQUEST_ERRORS as error:
-                    envelope.refuse(StoreError(f"the store rejected the request: {error}"))
+                except Exception as error:  # re-raised unless a full disk or bad data
+                    envelope.refuse(self.write_fault.refusal(error))
         if not self._upkeep_started and self._maintenance_near():
             self._upkeep_started = True
             await self._run(self.store.prepare_upkeep)
@@ -300,7 +299,10 @@ class StorageActor(StorageReads, StorageWrites):
             # served beside it (storage_beside).
             urgent = not self.foreground.calm
             self._writes, self._maintaining = 0, True  # from now: no second one is due
-            await maintain_beside_appends(self, lambda: self._maintain(urgent=urgent))
+            try:
+                await maintain_beside_appends(self, lambda: self._maintain(urgent=urgent))
+            except Exception as error:
+                self.write_fault.check(error)  # a full disk pauses it; anything else crashes
 
     async def _commit_together(self, run: Sequence[Envelope[StorageRequest, object]]) -> bool:
         """One commit for a run of appends of several callers; False (nothing answered)
@@ -315,7 +317,8 @@ class StorageActor(StorageReads, StorageWrites):
                 stored = await self._timed(self.store.add_items, item_pairs(run))
                 answer_items(run, stored)
                 self._writes += 1
-        except _REQUEST_ERRORS:
+        except Exception as error:
+            self.write_fault.refusal(error)  # re-raises a bug; a full disk pauses writes
             return False
         return True
 
@@ -333,7 +336,7 @@ class StorageActor(StorageReads, StorageWrites):
         or store is in flight: compaction takes ~0.3 s of both cores at 100k items, so it
         waits for the loop's agent time. Past four times the cadence it runs regardless,
         or a busy server would pile up fragments that slow every read."""
-        if self._store is None or self.read_only or self._maintaining:
+        if self._store is None or self.read_only or self._maintaining or self.write_fault.error:
             return False
         cadence = self.settings.optimize_every_writes
         unindexed = self.store.unindexed_rows
@@ -378,6 +381,9 @@ class StorageActor(StorageReads, StorageWrites):
             self._maintaining = False
             # From its end: the versions it made are as old as that.
             self.changed(settling=settle)
+
+    def _usage_pending(self) -> int:
+        return self._store.usage.pending if self._store is not None else 0
 
     async def _flush_usage(self) -> None:
         self._flushed_at = anyio.current_time()
