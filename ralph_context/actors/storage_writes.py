@@ -36,7 +36,7 @@ from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import RalphContextError, StoreError
 from ralph_context.models import ContextItem, ContextState, IterationResult
 from ralph_context.object_location import Location
-from ralph_context.runtime import Actor, ActorState, Envelope
+from ralph_context.runtime import Actor, ActorState
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.rewrite import Rewritten
@@ -80,13 +80,6 @@ class StorageWrites(Actor[StorageRequest, object]):
     def write_error(self) -> str | None:
         """Why writes are refused while the disk refuses them (``None``: they are not)."""
         return None if self.write_fault.error is None else str(self.write_fault.error)
-
-    def take_queued(self) -> Envelope[StorageRequest, object] | None:
-        """The next queued request, if one is waiting (never waits)."""
-        try:
-            return self._inbox_recv.receive_nowait()
-        except (anyio.WouldBlock, anyio.EndOfStream):
-            return None
 
     def changed(self, *, settling: bool = False) -> None:
         """Note a change of the store: a write or a maintenance (owed a settling pass

@@ -1,0 +1,177 @@
+"""A store whose disk refuses writes is served read-only, and writable again by itself: the
+real engine on the real LanceDB store, on a small tmpfs made full, immutable or read-only.
+
+Root is needed to mount the tmpfs (CI runs the suite as root), and root ignores permission
+bits (``chmod a-w`` does not stop it: ``CAP_DAC_OVERRIDE``), so the unwritable folder is
+made so by the file system itself: ``chattr -R +i`` (immutable: ``EPERM`` for root too) and
+a read-only bind mount over the store (``EROFS``; the tmpfs itself cannot be remounted
+read-only while the engine holds its writer lock open for writing: ``EBUSY``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from ralph_context import ContextItem, Engine, IterationResult, StoreUnwritable, Tier
+from ralph_context.actors.storage_unwritable import READ_ONLY
+from tests.helpers import Loader, SettingsFactory
+
+# Ten items of unrelated meaning: each is the best match of a search for its own text.
+NOTES = (
+    "The deploy script restarts the payment service after the database migration.",
+    "Grandma's tomato soup needs basil, garlic and two hours on a low flame.",
+    "The flaky integration test waits on a port that another job still holds.",
+    "Our hiking trip crossed the glacier before noon to avoid the soft snow.",
+    "Upgrading numpy broke the pickled models trained with the old version.",
+    "The violin concerto's second movement is marked adagio cantabile.",
+    "Rate limiting the login endpoint stopped the credential stuffing attack.",
+    "Tulip bulbs go into the ground in autumn, six inches deep.",
+    "The CSV importer chokes on byte order marks in the header row.",
+    "Saturn's rings are mostly water ice with a little rock dust.",
+)
+DISK_MB = 32
+# Writes resume at the next probe (at most 10 s apart): room for a loaded machine.
+RESUME_WITHIN = 30
+
+
+def _run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=30)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 32 MB tmpfs of its own (unmounted afterwards)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs the suite as root)")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = _run("mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(disk))
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip()})")
+    try:
+        yield disk
+    finally:
+        if shutil.which("chattr") is not None:  # a test that failed half-way
+            _run("chattr", "-R", "-i", str(disk))
+        # Lazily: the tmpfs with a bind mount left inside it, if a test failed half-way.
+        _run("umount", "-l", str(disk))
+
+
+def _fill(disk: Path) -> Callable[[], None]:
+    """Fill ``disk`` to the last byte; returns what frees it again."""
+    filler = disk / "filler"
+    chunk = b"\xa5" * (1 << 20)
+    with filler.open("wb") as file:
+        try:
+            while True:
+                file.write(chunk)
+                file.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+            # What did not fit in a whole chunk: byte by byte, to the end of the space.
+            file.truncate(file.tell())
+    with filler.open("ab", buffering=0) as file:
+        try:
+            while True:
+                file.write(b"\xa5" * 4096)
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return filler.unlink
+
+
+def _immutable(store: Path) -> Callable[[], None]:
+    if shutil.which("chattr") is None:
+        pytest.skip("no chattr here (e2fsprogs)")
+    made = _run("chattr", "-R", "+i", str(store))
+    if made.returncode:
+        pytest.skip(f"chattr +i is not supported here ({made.stderr.strip()})")
+    return lambda: _check(_run("chattr", "-R", "-i", str(store)))
+
+
+def _read_only_mount(store: Path) -> Callable[[], None]:
+    _check(_run("mount", "--bind", str(store), str(store)))
+    _check(_run("mount", "-o", "remount,bind,ro", str(store)))
+    # Lazily: a read in flight may hold a file open through the bind mount.
+    return lambda: _check(_run("umount", "-l", str(store)))
+
+
+def _check(done: subprocess.CompletedProcess[str]) -> None:
+    assert done.returncode == 0, done.stderr
+
+
+async def _all_found(engine: Engine, stored: list[ContextItem]) -> int:
+    """How many of ``stored`` a semantic search for their own text finds first, and get
+    returns unchanged."""
+    found = 0
+    for item in stored:
+        result = await engine.search(item.content, max_items=3, min_score=0)
+        top = result.items[0].item.id if result.items else None
+        if result.tier is Tier.SEMANTIC and top == item.id and await engine.get(item.id) == item:
+            found += 1
+    return found
+
+
+FAULTS = {
+    "full": (_fill, r"store is full: No space left on device at "),
+    "immutable": (_immutable, r"store is not writable: Operation not permitted at "),
+    "read-only mount": (_read_only_mount, r"store is read-only: Read-only file system at "),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+async def test_a_store_the_disk_refuses_serves_reads_says_degraded_and_resumes_writes_by_itself(
+    fault: str, small_disk: Path, make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    make_unwritable, refusal = FAULTS[fault]
+    settings = make_settings(storage={"path": str(small_disk / "store")})
+    store = settings.store_path()
+    assert isinstance(store, Path)
+    with anyio.fail_after(90):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            stored = [await engine.store(note, "output") for note in NOTES]
+            assert await _all_found(engine, stored) == 10
+            make_writable = make_unwritable(small_disk if fault == "full" else store)
+
+            with pytest.raises(StoreUnwritable, match=refusal + str(store)):
+                await engine.store("A note the disk has no room for.", "output")
+            assert await _all_found(engine, stored) == 10
+            health = engine.health()
+            assert health.status == "degraded"
+            assert health.state("storage") == f"degraded: {READ_ONLY}"
+            assert health.write_error is not None and health.write_error.startswith("store is")
+            assert not health.ok
+            # Every other write is refused with the cause, background work too, and the
+            # actor serving reads never restarts.
+            with pytest.raises(StoreUnwritable, match=refusal):
+                await engine.record_iteration(
+                    IterationResult(iteration=1, success=True, summary="tick")
+                )
+            with pytest.raises(StoreUnwritable, match=refusal):
+                await engine.mark_useful(stored[0].id, helpful=True)
+            with pytest.raises(StoreUnwritable, match=refusal):
+                await engine.run_lifecycle()
+            with pytest.raises(StoreUnwritable, match=refusal):
+                await engine.maintain()
+            assert await _all_found(engine, stored) == 10
+            assert engine.health().actors["storage"].restarts == 0
+
+            make_writable()
+            storage = engine.supervisor.actors["storage"]
+            with anyio.fail_after(RESUME_WITHIN):
+                await storage.health.wait_until(lambda health: health.degraded is None)
+            after = await engine.store("A note written once the disk took writes again.", "output")
+            assert engine.health().write_error is None
+            assert engine.health().state("storage") == "running"
+            assert await _all_found(engine, [*stored, after]) == 11
+            assert engine.health().actors["storage"].restarts == 0
+        # Nothing acknowledged is lost: all eleven are there when the store is reopened.
+        async with Engine(settings, model_loader=shared_model) as engine:
+            assert await _all_found(engine, [*stored, after]) == 11
