@@ -1,20 +1,10 @@
 """A store whose disk refuses writes is served read-only, and writable again by itself: the
-real engine on the real LanceDB store, on a small tmpfs made full, immutable or read-only.
-
-Root is needed to mount the tmpfs (CI runs the suite as root), and root ignores permission
-bits (``chmod a-w`` does not stop it: ``CAP_DAC_OVERRIDE``), so the unwritable folder is
-made so by the file system itself: ``chattr -R +i`` (immutable: ``EPERM`` for root too) and
-a read-only bind mount over the store (``EROFS``; the tmpfs itself cannot be remounted
-read-only while the engine holds its writer lock open for writing: ``EBUSY``).
-"""
+real engine on the real LanceDB store, on a small tmpfs made full, immutable or read-only
+(see ``tests/disk_faults.py``: root only, as in CI)."""
 
 from __future__ import annotations
 
-import errno
-import os
-import shutil
-import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -22,6 +12,7 @@ import pytest
 
 from ralph_context import ContextItem, Engine, IterationResult, StoreUnwritable, Tier
 from ralph_context.actors.storage_unwritable import READ_ONLY
+from tests.disk_faults import fill, immutable, read_only_mount, small_disk
 from tests.helpers import Loader, SettingsFactory
 
 # Ten items of unrelated meaning: each is the best match of a search for its own text.
@@ -37,108 +28,49 @@ NOTES = (
     "The CSV importer chokes on byte order marks in the header row.",
     "Saturn's rings are mostly water ice with a little rock dust.",
 )
-DISK_MB = 32
 # Writes resume at the next probe (at most 10 s apart): room for a loaded machine.
 RESUME_WITHIN = 30
 
 
-def _run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=30)
-
-
 @pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 32 MB tmpfs of its own (unmounted afterwards)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (CI runs the suite as root)")
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = _run("mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(disk))
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip()})")
-    try:
-        yield disk
-    finally:
-        if shutil.which("chattr") is not None:  # a test that failed half-way
-            _run("chattr", "-R", "-i", str(disk))
-        # Lazily: the tmpfs with a bind mount left inside it, if a test failed half-way.
-        _run("umount", "-l", str(disk))
-
-
-def _fill(disk: Path) -> Callable[[], None]:
-    """Fill ``disk`` to the last byte; returns what frees it again."""
-    filler = disk / "filler"
-    chunk = b"\xa5" * (1 << 20)
-    with filler.open("wb") as file:
-        try:
-            while True:
-                file.write(chunk)
-                file.flush()
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-            # What did not fit in a whole chunk: byte by byte, to the end of the space.
-            file.truncate(file.tell())
-    with filler.open("ab", buffering=0) as file:
-        try:
-            while True:
-                file.write(b"\xa5" * 4096)
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    return filler.unlink
-
-
-def _immutable(store: Path) -> Callable[[], None]:
-    if shutil.which("chattr") is None:
-        pytest.skip("no chattr here (e2fsprogs)")
-    made = _run("chattr", "-R", "+i", str(store))
-    if made.returncode:
-        pytest.skip(f"chattr +i is not supported here ({made.stderr.strip()})")
-    return lambda: _check(_run("chattr", "-R", "-i", str(store)))
-
-
-def _read_only_mount(store: Path) -> Callable[[], None]:
-    _check(_run("mount", "--bind", str(store), str(store)))
-    _check(_run("mount", "-o", "remount,bind,ro", str(store)))
-    # Lazily: a read in flight may hold a file open through the bind mount.
-    return lambda: _check(_run("umount", "-l", str(store)))
-
-
-def _check(done: subprocess.CompletedProcess[str]) -> None:
-    assert done.returncode == 0, done.stderr
+def disk(tmp_path: Path) -> Iterator[Path]:
+    with small_disk(tmp_path) as mounted:
+        yield mounted
 
 
 async def _all_found(engine: Engine, stored: list[ContextItem]) -> int:
     """How many of ``stored`` a semantic search for their own text finds first, and get
-    returns unchanged."""
+    returns with their text."""
     found = 0
     for item in stored:
         result = await engine.search(item.content, max_items=3, min_score=0)
         top = result.items[0].item.id if result.items else None
-        if result.tier is Tier.SEMANTIC and top == item.id and await engine.get(item.id) == item:
+        again = await engine.get(item.id)
+        if result.tier is Tier.SEMANTIC and top == item.id and again.content == item.content:
             found += 1
     return found
 
 
 FAULTS = {
-    "full": (_fill, r"store is full: No space left on device at "),
-    "immutable": (_immutable, r"store is not writable: Operation not permitted at "),
-    "read-only mount": (_read_only_mount, r"store is read-only: Read-only file system at "),
+    "full": (fill, r"store is full: No space left on device at "),
+    "immutable": (immutable, r"store is not writable: Operation not permitted at "),
+    "read-only mount": (read_only_mount, r"store is read-only: Read-only file system at "),
 }
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
 async def test_a_store_the_disk_refuses_serves_reads_says_degraded_and_resumes_writes_by_itself(
-    fault: str, small_disk: Path, make_settings: SettingsFactory, shared_model: Loader
+    fault: str, disk: Path, make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
     make_unwritable, refusal = FAULTS[fault]
-    settings = make_settings(storage={"path": str(small_disk / "store")})
+    settings = make_settings(storage={"path": str(disk / "store")})
     store = settings.store_path()
     assert isinstance(store, Path)
     with anyio.fail_after(90):
         async with Engine(settings, model_loader=shared_model) as engine:
             stored = [await engine.store(note, "output") for note in NOTES]
             assert await _all_found(engine, stored) == 10
-            make_writable = make_unwritable(small_disk if fault == "full" else store)
+            make_writable = make_unwritable(disk if fault == "full" else store)
 
             with pytest.raises(StoreUnwritable, match=refusal + str(store)):
                 await engine.store("A note the disk has no room for.", "output")
