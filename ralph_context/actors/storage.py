@@ -299,10 +299,7 @@ class StorageActor(StorageReads, StorageWrites):
             # served beside it (storage_beside).
             urgent = not self.foreground.calm
             self._writes, self._maintaining = 0, True  # from now: no second one is due
-            try:
-                await maintain_beside_appends(self, lambda: self._maintain(urgent=urgent))
-            except Exception as error:
-                self.write_fault.check(error)  # a full disk pauses it; anything else crashes
+            await maintain_beside_appends(self, lambda: self._maintain_unasked(urgent))
 
     async def _commit_together(self, run: Sequence[Envelope[StorageRequest, object]]) -> bool:
         """One commit for a run of appends of several callers; False (nothing answered)
@@ -336,7 +333,8 @@ class StorageActor(StorageReads, StorageWrites):
         or store is in flight: compaction takes ~0.3 s of both cores at 100k items, so it
         waits for the loop's agent time. Past four times the cadence it runs regardless,
         or a busy server would pile up fragments that slow every read."""
-        if self._store is None or self.read_only or self._maintaining or self.write_fault.error:
+        paused = self.write_fault.error is not None
+        if self._store is None or self.read_only or self._maintaining or paused:
             return False
         cadence = self.settings.optimize_every_writes
         unindexed = self.store.unindexed_rows
@@ -381,6 +379,15 @@ class StorageActor(StorageReads, StorageWrites):
             self._maintaining = False
             # From its end: the versions it made are as old as that.
             self.changed(settling=settle)
+
+    async def _maintain_unasked(self, urgent: bool) -> MaintenanceReport:
+        """A maintenance that fell due: a full disk pauses writes (the requests kept for
+        after it are then refused with the cause); anything else crashes, as before."""
+        try:
+            return await self._maintain(urgent=urgent)
+        except Exception as error:
+            self.write_fault.check(error)
+            return MaintenanceReport(compacted=False, vector_index_built=False)
 
     def _usage_pending(self) -> int:
         return self._store.usage.pending if self._store is not None else 0

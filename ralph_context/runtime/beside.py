@@ -2,10 +2,10 @@
 batch of embeddings), the requests that must not wait for it are taken from the inbox and
 served at once, and the others are kept, in their order, for after it.
 
-An inbox signals nothing a waiting task could select on, and a receive cancelled at the
-wrong moment may drop what it received; so the work runs in a task of its own and the inbox
-is looked at every ``poll`` seconds until it ends (a request waits at most that long for
-its turn).
+A memory stream cannot be waited on together with the work's end (there is no select),
+and a receive that waits must be cancelled once the work ends; so the work runs in a task
+of its own and the inbox is looked at without waiting every ``poll`` seconds until the work
+ends (a request waits at most that long for its turn).
 """
 
 from __future__ import annotations
