@@ -102,7 +102,8 @@ class WriteFault:
         if found is None:
             raise error
         if self.error is None:
-            log.error("store_read_only", error=str(found))
+            raised = f"{type(error).__name__}: {error}"
+            log.error("store_read_only", error=str(found), raised=raised[:500])
             if anyio.current_time() - self._resumed_at >= _STEADY:
                 self._delay = FIRST_PROBE
         self.error = found

@@ -33,6 +33,11 @@ RESUME_WITHIN = 30
 
 
 @pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the engine's behaviour; the runtime's own tests cover trio
+
+
+@pytest.fixture
 def disk(tmp_path: Path) -> Iterator[Path]:
     with small_disk(tmp_path) as mounted:
         yield mounted
