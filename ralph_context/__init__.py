@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         ServerUnreachable,
         StoreError,
         StoreLocked,
+        StoreUnwritable,
         UnknownContextType,
         UnparseableReply,
     )
@@ -84,6 +85,7 @@ _HOMES: dict[str, str] = {
             "ServerUnreachable",
             "StoreError",
             "StoreLocked",
+            "StoreUnwritable",
             "UnknownContextType",
             "UnparseableReply",
         ),
@@ -145,6 +147,7 @@ __all__ = [
     "Settings",
     "StoreError",
     "StoreLocked",
+    "StoreUnwritable",
     "Tier",
     "UnknownContextType",
     "UnparseableReply",

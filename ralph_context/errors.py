@@ -18,7 +18,8 @@ person understands with a single ``except RalphContextError``::
     ├── ItemNotFound                an id that is not (or no longer) in the store
     ├── StoreError                  the store cannot serve the request
     │   ├── ModelMismatch           the store was embedded with another model
-    │   └── StoreLocked             another process writes the store (named in the message)
+    │   ├── StoreLocked             another process writes the store (named in the message)
+    │   └── StoreUnwritable         a write failed for space, permissions or I/O: read-only
     ├── ModelError                  the embedding model cannot be installed or loaded
     ├── ActorUnavailable            an actor is down, restarting, or did not answer in time
     ├── PromptFunctionError         a custom prompt's function raised or returned a non-string
@@ -62,6 +63,7 @@ __all__ = [
     "ServerUnreachable",
     "StoreError",
     "StoreLocked",
+    "StoreUnwritable",
     "UnknownContextType",
     "UnparseableReply",
 ]
@@ -151,6 +153,26 @@ class ModelMismatch(StoreError):
 
 class StoreLocked(StoreError):
     """Another process writes this store; the message names it and how to reach it."""
+
+
+class StoreUnwritable(StoreError):
+    """A write failed because the store's disk cannot take it: full (``ENOSPC``, ``EDQUOT``),
+    not permitted (``EACCES``, ``EPERM``), read-only (``EROFS``) or failing (``EIO``).
+
+    Not a bug and not a lost store: the store stays readable, so it is served read-only
+    (reads, searches and the hooks go on) and writes are refused with this error until a
+    probe write succeeds. The message leads with what a person fixes, e.g.
+    ``store is full: No space left on device at /path/to/store``.
+
+    Attributes:
+        reason: The operating system's words for it (``No space left on device``).
+        location: The store.
+    """
+
+    def __init__(self, headline: str, reason: str, location: str) -> None:
+        super().__init__(f"{headline}: {reason} at {location}")
+        self.reason = reason
+        self.location = location
 
 
 class ModelError(RalphContextError):

@@ -3,6 +3,12 @@
 Concurrent requests are coalesced: one pass takes every queued request, looks each text up in
 the content-hash cache, and embeds the rest in batches of at most ``batch_size`` planned on
 their token counts (see ``embeddings/batching.py``: a batch is padded to its longest text).
+
+Queries have a lane of their own: a loop waits on each, while a bulk ingest sends 256
+documents a request, and several clients ingesting at once queue thousands (one query
+waited 11.8 s behind them). While a document batch runs, the queries that arrive are
+embedded at once beside it, in the model's query session (a session of its own, so the two
+run together), and the documents that arrive wait for the pass under way to end.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
 from ralph_context.errors import ModelError
 from ralph_context.runtime import Actor, Envelope, PermanentFailure
+from ralph_context.runtime.beside import serve_beside
 
 __all__ = ["EmbedRequest", "EmbeddingActor"]
 
@@ -28,6 +35,8 @@ log = structlog.get_logger("ralph_context.embedding")
 
 # Up to this many texts are planned on the event loop (well under a millisecond).
 _PLAN_INLINE = 8
+# How often the inbox is looked at for queries while a document batch runs (seconds).
+_POLL = 0.002
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,9 @@ class EmbedRequest:
 
     texts: tuple[str, ...]
     query: bool = False
+
+
+Batch = Sequence[Envelope[EmbedRequest, Vectors]]
 
 
 def _key(text: str) -> bytes:
@@ -93,8 +105,10 @@ class EmbeddingActor(Actor[EmbedRequest, Vectors]):
         self._loader = loader
         self._embedder: LocalEmbedder | None = None
         self._cache = _LruCache(settings.cache_size if settings.cache_embeddings else 0)
-        # One ONNX session; onnxruntime already uses every core inside a call.
+        # One call per ONNX session at a time (onnxruntime already uses every core inside
+        # a call): the bulk session's and the query session's (see LocalEmbedder).
         self._limiter = anyio.CapacityLimiter(1)
+        self._query_limiter = anyio.CapacityLimiter(1)
 
     @property
     def model_id(self) -> str | None:
@@ -127,21 +141,48 @@ class EmbeddingActor(Actor[EmbedRequest, Vectors]):
     async def handle(self, request: EmbedRequest) -> Vectors:
         return await self._embed(list(request.texts), query=request.query)
 
-    async def handle_batch(self, batch: Sequence[Envelope[EmbedRequest, Vectors]]) -> None:
-        """Queries first (a loop waits on them), then documents, each kind in one pass."""
-        for query in (True, False):
-            group = [e for e in batch if e.request.query is query]
-            if not group:
-                continue
-            texts = [text for envelope in group for text in envelope.request.texts]
-            matrix = await self._embed(texts, query=query)
-            start = 0
-            for envelope in group:
-                count = len(envelope.request.texts)
-                envelope.resolve(matrix[start : start + count])
-                start += count
+    async def handle_batch(self, batch: Batch) -> None:
+        """Queries first (a loop waits on them), then documents, each kind in one pass;
+        queries that arrive during the documents' pass are answered beside it, documents
+        after it (see the module's docstring)."""
+        later: list[Envelope[EmbedRequest, Vectors]] = []  # documents queued meanwhile
+        try:
+            await self._answer_kind(batch, query=True)
+            await self._answer_kind(batch, query=False, later=later)
+            done = 0
+            while done < len(later):
+                start, done = done, len(later)
+                await self._answer_kind(later[start:done], query=False, later=later)
+        finally:
+            for envelope in later:
+                envelope.abandon()  # unanswered after a crash: its caller fails fast
 
-    async def _embed(self, texts: list[str], *, query: bool) -> Vectors:
+    async def _answer_kind(
+        self,
+        batch: Batch,
+        *,
+        query: bool,
+        later: list[Envelope[EmbedRequest, Vectors]] | None = None,
+    ) -> None:
+        """Answer the queries (or the documents) of ``batch`` in one pass."""
+        group = [e for e in batch if e.request.query is query]
+        if not group:
+            return
+        texts = [text for envelope in group for text in envelope.request.texts]
+        matrix = await self._embed(texts, query=query, later=later)
+        start = 0
+        for envelope in group:
+            count = len(envelope.request.texts)
+            envelope.resolve(matrix[start : start + count])
+            start += count
+
+    async def _embed(
+        self,
+        texts: list[str],
+        *,
+        query: bool,
+        later: list[Envelope[EmbedRequest, Vectors]] | None = None,
+    ) -> Vectors:
         embedder = self._embedder
         assert embedder is not None, "setup() loads the model before any request"
         out = np.empty((len(texts), embedder.dimension), dtype=np.float32)
@@ -163,10 +204,39 @@ class EmbeddingActor(Actor[EmbedRequest, Vectors]):
             else:
                 batches = await anyio.to_thread.run_sync(plan)
             for batch in batches:
-                work = partial(embedder.embed, [firsts[i] for i in batch], len(batch), query=query)
-                vectors = await anyio.to_thread.run_sync(work, limiter=self._limiter)
+                vectors = await self._model([firsts[i] for i in batch], query=query, later=later)
                 for i, row in zip(batch, vectors, strict=True):
                     key, positions = unique[i]
                     out[positions] = row
                     self._cache.put(key, row)
         return out
+
+    async def _model(
+        self,
+        texts: list[str],
+        *,
+        query: bool,
+        later: list[Envelope[EmbedRequest, Vectors]] | None,
+    ) -> Vectors:
+        """One model call on ``texts``, in a worker thread, one at a time per session. With
+        ``later`` (a documents' pass), queries that arrive meanwhile are answered beside it
+        and documents go to ``later``."""
+        embedder = self._embedder
+        assert embedder is not None, "setup() loads the model before any request"
+        in_query_session = embedder.in_query_session(len(texts), query=query)
+        limiter = self._query_limiter if in_query_session else self._limiter
+        work = partial(embedder.embed, texts, len(texts), query=query)
+
+        async def call() -> Vectors:
+            return await anyio.to_thread.run_sync(work, limiter=limiter)
+
+        if later is None:
+            return await call()
+        return await serve_beside(
+            call,
+            take=self.take_queued,
+            at_once=lambda envelope: envelope.request.query,
+            serve=lambda queries: self._answer_kind(queries, query=True),
+            keep=later.append,
+            poll=_POLL,
+        )

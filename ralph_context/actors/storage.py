@@ -1,17 +1,14 @@
 """Storage actor: the only writer of the LanceDB store, and the gate to its readers.
 
-Writes go through the inbox, one at a time. Being the single writer lets it batch: every
-``AddItems`` queued at the same moment becomes one table write (one version), and access
-counts from retrievals are accumulated in memory and flushed in one update, since 500
-single-row updates made searches 10x slower until compaction. After ``optimize_every_writes``
-writes it compacts the tables, in the same lane.
+Writes go through the inbox, one at a time. Being the single writer lets it batch: appends
+queued together become one table write (one version), and access counts are flushed in one
+update (500 single-row updates made searches 10x slower until compaction). After
+``optimize_every_writes`` writes it compacts the tables, appends served beside it.
 
 Reads do not queue behind writes: LanceDB serves each read from the latest committed
-version during a write or a compaction, so reads run at once in worker threads (at most
-``_READERS``): a search never waits for a lifecycle pass or an index rebuild, and sees every
-write whose call has returned. This module opens the store and serves the inbox; requests
-are in ``storage_requests``, the callers' helpers in ``storage_writes`` (through the inbox)
-and ``storage_reads`` (at once).
+version, so reads run at once in worker threads (at most ``_READERS``) and see every write
+whose call has returned. Requests are in ``storage_requests``, the callers' helpers in
+``storage_writes`` (through the inbox) and ``storage_reads`` (at once).
 """
 
 from __future__ import annotations
@@ -21,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import anyio
-import pyarrow as pa
 import structlog
 
 from ralph_context.actors.storage_beside import maintain_beside_appends
@@ -56,6 +52,7 @@ from ralph_context.actors.storage_requests import (
     TextHit,
     VectorHit,
 )
+from ralph_context.actors.storage_unwritable import WriteFault
 from ralph_context.actors.storage_writes import StorageWrites
 from ralph_context.config import StorageSettings
 from ralph_context.errors import ModelMismatch, RalphContextError, StoreError, StoreLocked
@@ -73,8 +70,7 @@ log = structlog.get_logger("ralph_context.storage")
 
 T = TypeVar("T")
 
-# Reads served at once (each in a worker thread); more wait for a free one. LanceDB runs each
-# query on its own thread pool, so a few in flight already keep both cores busy.
+# Reads at once (each in a worker thread; LanceDB's pool keeps both cores busy with a few).
 _READERS = 8
 
 # Compaction runs even with requests in flight once this many cadences of writes are due.
@@ -83,18 +79,14 @@ _OVERDUE = 4
 # compaction due: every search scans them, ~6 ms more per 1,000 at 100k items.
 _UNINDEXED_ROWS = 1_000
 
-# Errors the store raises for the data in a request (bad text or types, a number too large
-# for its column: pyarrow raises OverflowError), not for a lost resource: the request is
-# refused and the actor keeps serving. Five such numbers once took the actor down for good.
-_REQUEST_ERRORS = (ValueError, TypeError, UnicodeError, ArithmeticError, pa.ArrowException)
-
 
 class StorageActor(StorageReads, StorageWrites):
     """Serves the store: write helpers wrap :meth:`call` (one at a time, in order), read
     helpers run at once beside them (see the module's docstring).
 
     Every helper raises ``ActorUnavailable`` when the actor is down, restarting or slower than
-    ``timeout``, and ``StoreError`` when the store refuses the data in a request.
+    ``timeout``, and ``StoreError`` when the store refuses the data in a request; a write
+    raises ``StoreUnwritable`` while the disk refuses writes (``storage_unwritable``).
 
     Args:
         settings: The ``storage`` section.
@@ -136,6 +128,7 @@ class StorageActor(StorageReads, StorageWrites):
         self._repair_after = 0.0
         self._readers = anyio.CapacityLimiter(_READERS)
         self._crowding = Crowding()
+        self.write_fault = WriteFault(location, self.health, self.tell, self._usage_pending)
 
     @property
     def model_id(self) -> str | None:
@@ -218,6 +211,8 @@ class StorageActor(StorageReads, StorageWrites):
     async def handle(self, request: StorageRequest) -> object:
         if self.read_only:
             return self._refuse_write(request)
+        if self.write_fault.error is not None and not isinstance(request, InPacks):
+            return self.write_fault.refuse(request)  # a pack's function may only read
         match request:
             case FlushUsage():
                 await self._flush_usage()
@@ -288,8 +283,8 @@ class StorageActor(StorageReads, StorageWrites):
                     envelope.resolve(await self.handle(envelope.request))
                 except RalphContextError as error:
                     envelope.refuse(error)
-                except _REQUEST_ERRORS as error:
-                    envelope.refuse(StoreError(f"the store rejected the request: {error}"))
+                except Exception as error:  # re-raised unless a full disk or bad data
+                    envelope.refuse(self.write_fault.refusal(error))
         if not self._upkeep_started and self._maintenance_near():
             self._upkeep_started = True
             await self._run(self.store.prepare_upkeep)
@@ -301,7 +296,7 @@ class StorageActor(StorageReads, StorageWrites):
             # served beside it (storage_beside).
             urgent = not self.foreground.calm
             self._writes, self._maintaining = 0, True  # from now: no second one is due
-            await maintain_beside_appends(self, lambda: self._maintain(urgent=urgent))
+            await maintain_beside_appends(self, lambda: self._maintain_unasked(urgent))
 
     async def _commit_together(self, run: Sequence[Envelope[StorageRequest, object]]) -> bool:
         """One commit for a run of appends of several callers; False (nothing answered)
@@ -319,7 +314,8 @@ class StorageActor(StorageReads, StorageWrites):
                 stored = await self._timed(self.store.add_items, item_pairs(run))
                 answer_items(run, stored)
                 self._writes += 1
-        except _REQUEST_ERRORS:
+        except Exception as error:
+            self.write_fault.refusal(error)  # re-raises a bug; a full disk pauses writes
             return False
         return True
 
@@ -337,7 +333,8 @@ class StorageActor(StorageReads, StorageWrites):
         or store is in flight: compaction takes ~0.3 s of both cores at 100k items, so it
         waits for the loop's agent time. Past four times the cadence it runs regardless,
         or a busy server would pile up fragments that slow every read."""
-        if self._store is None or self.read_only or self._maintaining:
+        paused = self.write_fault.error is not None
+        if self._store is None or self.read_only or self._maintaining or paused:
             return False
         cadence = self.settings.optimize_every_writes
         unindexed = self.store.unindexed_rows
@@ -382,6 +379,18 @@ class StorageActor(StorageReads, StorageWrites):
             self._maintaining = False
             # From its end: the versions it made are as old as that.
             self.changed(settling=settle)
+
+    async def _maintain_unasked(self, urgent: bool) -> MaintenanceReport:
+        """A maintenance that fell due: a full disk pauses writes (the requests kept for
+        after it are then refused with the cause); anything else crashes, as before."""
+        try:
+            return await self._maintain(urgent=urgent)
+        except Exception as error:
+            self.write_fault.check(error)
+            return MaintenanceReport(compacted=False, vector_index_built=False)
+
+    def _usage_pending(self) -> int:
+        return self._store.usage.pending if self._store is not None else 0
 
     async def _flush_usage(self) -> None:
         self._flushed_at = anyio.current_time()

@@ -27,8 +27,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, TypeVar
 
-import anyio
-
 from ralph_context.actors.storage_requests import (
     AddItems,
     AddIteration,
@@ -44,6 +42,7 @@ from ralph_context.actors.storage_requests import (
     SummarizeItems,
 )
 from ralph_context.runtime import Envelope
+from ralph_context.runtime.beside import serve_beside
 
 __all__ = ["BACKGROUND", "BESIDE", "maintain_beside_appends"]
 
@@ -79,32 +78,21 @@ class Lane(Protocol):
 async def maintain_beside_appends(lane: Lane, maintain: Callable[[], Awaitable[T]]) -> T:
     """Run ``maintain()``; meanwhile serve queued appends at once and keep the rest, which
     are served, in order, once it is done. Returns what ``maintain()`` returned."""
-    done = anyio.Event()
-    result: list[T] = []
-
-    async def run() -> None:
-        try:
-            result.append(await maintain())
-        finally:
-            done.set()
-
     deferred: list[Envelope[StorageRequest, object]] = []
+
+    def keep(envelope: Envelope[StorageRequest, object]) -> None:
+        deferred.append(envelope)
+        lane.behind += not isinstance(envelope.request, BACKGROUND)
+
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(run)
-            while not done.is_set():
-                now: list[Envelope[StorageRequest, object]] = []
-                while (envelope := lane.take_queued()) is not None:
-                    if isinstance(envelope.request, BESIDE):
-                        now.append(envelope)
-                    else:
-                        deferred.append(envelope)
-                        lane.behind += not isinstance(envelope.request, BACKGROUND)
-                if now:
-                    await lane.handle_batch(now)
-                else:
-                    with anyio.move_on_after(_POLL):
-                        await done.wait()
+        result = await serve_beside(
+            maintain,
+            take=lane.take_queued,
+            at_once=lambda envelope: isinstance(envelope.request, BESIDE),
+            serve=lane.handle_batch,
+            keep=keep,
+            poll=_POLL,
+        )
         lane.behind = 0
         if deferred:
             await lane.handle_batch(deferred)
@@ -112,4 +100,4 @@ async def maintain_beside_appends(lane: Lane, maintain: Callable[[], Awaitable[T
         lane.behind = 0
         for envelope in deferred:  # a crash or a cancellation: fail them fast (no-op if answered)
             envelope.abandon()
-    return result[0]
+    return result

@@ -31,14 +31,16 @@ from ralph_context.actors.storage_requests import (
     StorageRequest,
     SummarizeItems,
 )
+from ralph_context.actors.storage_unwritable import WriteFault
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import RalphContextError, StoreError
 from ralph_context.models import ContextItem, ContextState, IterationResult
 from ralph_context.object_location import Location
-from ralph_context.runtime import Actor, ActorState, Envelope
+from ralph_context.runtime import Actor, ActorState
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.rewrite import Rewritten
+from ralph_context.storage.write_faults import unwritable
 
 T = TypeVar("T")
 
@@ -63,6 +65,7 @@ class StorageWrites(Actor[StorageRequest, object]):
     read_only: bool
     _flushed_at: float
     location: Location | None
+    write_fault: WriteFault
     # When the store last changed (a write or a maintenance; None: not since it opened),
     # and how many settling passes it is owed (see ``actors.settle``).
     _changed_at: float | None = None
@@ -73,12 +76,10 @@ class StorageWrites(Actor[StorageRequest, object]):
     _maintaining: bool = False
     behind: int = 0
 
-    def take_queued(self) -> Envelope[StorageRequest, object] | None:
-        """The next queued request, if one is waiting (never waits)."""
-        try:
-            return self._inbox_recv.receive_nowait()
-        except (anyio.WouldBlock, anyio.EndOfStream):
-            return None
+    @property
+    def write_error(self) -> str | None:
+        """Why writes are refused while the disk refuses them (``None``: they are not)."""
+        return None if self.write_fault.error is None else str(self.write_fault.error)
 
     def changed(self, *, settling: bool = False) -> None:
         """Note a change of the store: a write or a maintenance (owed a settling pass
@@ -91,6 +92,8 @@ class StorageWrites(Actor[StorageRequest, object]):
         retention window (every version it has, but the latest, is past it)."""
         if self._store is None or self.read_only or not self._settles_owed:
             return False
+        if self.write_fault.error is not None:
+            return False  # nothing can be written; the probes resume writes first
         if self._changed_at is None:  # opened: what earlier processes left counts from now
             self._changed_at = anyio.current_time()
             return False
@@ -132,8 +135,10 @@ class StorageWrites(Actor[StorageRequest, object]):
         if store is None or self.health.state is not ActorState.RUNNING:
             return False
         store.record_access(ids, datetime.now(UTC))
-        if self.read_only:
-            return True  # counted for this process's reads; never written
+        if self.read_only or self.write_fault.error is not None:
+            # Counted for this process's reads; never written (read-only), or written once
+            # writes resume (storage_unwritable).
+            return True
         pending = store.usage.pending
         stale = anyio.current_time() - self._flushed_at > _USAGE_FLUSH_EVERY
         if pending >= _USAGE_FLUSH_AT or (pending and stale):
@@ -251,6 +256,8 @@ class StorageWrites(Actor[StorageRequest, object]):
         except RalphContextError:
             raise
         except Exception as exc:
+            if unwritable(exc, self.location) is not None:
+                raise self.write_fault.check(exc) from exc
             log.error("pack_request_failed", error=f"{type(exc).__name__}: {exc}")
             raise StoreError(
                 f"the store refused the request ({type(exc).__name__}: {exc})"

@@ -168,7 +168,7 @@ def health(
     config: ConfigOption = None, as_json: JsonOption = False, log_level: LogOption = None
 ) -> None:
     """Per-actor health and the retrieval tier in effect (the running server's when one
-    holds the store). Exits 1 unless fully semantic."""
+    holds the store). Exits 1 unless fully semantic and writable."""
     settings = load_settings(config, log_level)
     report = reported(lambda: _health_payload(settings))
     if as_json:
@@ -185,7 +185,9 @@ def health(
             table.add_row(name, actor["state"], str(actor["restarts"]), error)
         out.print(table)
         out.print(f"store: {report['store']}", highlight=False)
-    if report["tier"] != "semantic":
+        if report.get("write_error"):
+            out.print(f"writes refused: {report['write_error']}", highlight=False)
+    if report["tier"] != "semantic" or report.get("write_error"):
         raise typer.Exit(1)
 
 

@@ -69,11 +69,17 @@ class LocalEmbedder:
         fewer than :data:`BULK_TEXTS` texts, uses the query session (same vectors, no
         spinning threads)."""
         model = self._model
-        if (query or len(texts) < BULK_TEXTS) and self._query_model is not None:
+        if self.in_query_session(len(texts), query=query):
+            assert self._query_model is not None
             model = self._query_model
         rows = list(model.embed(list(texts), batch_size=batch_size))
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), self.dimension)
         return matrix
+
+    def in_query_session(self, count: int, *, query: bool) -> bool:
+        """Whether :meth:`embed` runs ``count`` texts in the query session (queries, and
+        fewer than :data:`BULK_TEXTS` documents) rather than the bulk one."""
+        return self._query_model is not None and (query or count < BULK_TEXTS)
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """How many tokens the model sees of each text (after truncation), which is what a

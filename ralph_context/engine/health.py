@@ -31,23 +31,27 @@ class EngineHealth:
     # secrets replaced since start, by kind.
     redaction: bool = True
     redacted: Mapping[str, int] = field(default_factory=dict)
+    # Why writes are refused while the store is served read-only (a full or unwritable
+    # disk: see ``actors.storage_unwritable``); None while writes work.
+    write_error: str | None = None
 
     @property
     def ok(self) -> bool:
-        """True when every actor serves (full semantic retrieval)."""
-        return self.tier is Tier.SEMANTIC
+        """True when every actor serves all of its work (full semantic retrieval, writes)."""
+        return self.tier is Tier.SEMANTIC and self.write_error is None
 
     def state(self, name: str) -> str:
         """Actor ``name``'s state as reported: ``not_configured`` for an optional part left
         off by configuration (its actor is down by choice; "down" alarmed people who had
-        never set one up)."""
-        return "not_configured" if name in self.not_configured else self.actors[name].state.value
+        never set one up), ``degraded: read-only`` for one serving part of its work."""
+        return "not_configured" if name in self.not_configured else self.actors[name].shown
 
     @property
     def status(self) -> Literal["healthy", "degraded", "unhealthy"]:
-        """``healthy`` when every configured actor serves, ``degraded`` when queries fall
-        back to a lower tier, ``unhealthy`` when nothing can be retrieved."""
+        """``healthy`` when every configured actor serves all of its work, ``degraded``
+        when queries fall back to a lower tier or an actor serves only part of its work
+        (a store that cannot be written), ``unhealthy`` when nothing can be retrieved."""
         required = [a for n, a in self.actors.items() if n not in self.not_configured]
-        if self.tier is Tier.SEMANTIC and all(a.serving for a in required):
+        if self.tier is Tier.SEMANTIC and all(a.whole for a in required):
             return "healthy"
         return "degraded" if self.tier in (Tier.SEMANTIC, Tier.TEXT) else "unhealthy"

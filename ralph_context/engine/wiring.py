@@ -1,11 +1,7 @@
 """The engine's wiring: the actors it starts and how they are reached, its lifetime, its
-health, and the inner paths every part of it shares (embedding documents, persisting
-built items, the background backfill, the skillbook sync).
-
-``Engine`` (``facade.py``) owns one ``EngineWiring`` and the parts built on it
-(``items.py``, ``loop.py``); they reach the actors and the shared state only through
-the methods and properties here, each through the slice it declares (``ItemsWiring``,
-``LoopWiring``).
+health, and the paths every part shares (embedding, persisting, backfill, skillbook sync).
+``Engine`` (``facade.py``) owns one and the parts built on it (``items.py``, ``loop.py``),
+which reach it only through the slice each declares (``ItemsWiring``, ``LoopWiring``).
 """
 
 from __future__ import annotations
@@ -29,7 +25,7 @@ from ralph_context.errors import (
     RalphContextError,
     StoreError,
 )
-from ralph_context.lifecycle.actor import LifecycleActor
+from ralph_context.lifecycle.actor import LifecycleActor, RunLifecycle
 from ralph_context.models import ContextItem, Tier
 from ralph_context.observed import Observations
 from ralph_context.privacy import Redactor, counted
@@ -135,6 +131,9 @@ class EngineWiring:
             supervisor.background(
                 lambda: settle_store(storage, retention, lambda: foreground.calm), name="settle"
             )
+            # Writes refused by a full or unwritable disk resume by themselves once it
+            # takes a write again (see actors.storage_unwritable).
+            supervisor.background(storage.write_fault.recover, name="write-probe")
         if storage.health.snapshot().serving:
             self._iteration = await storage.latest_iteration()
         scoring = ScoringActor(settings.scoring, timeout=SCORING_TIMEOUT)
@@ -166,6 +165,8 @@ class EngineWiring:
         )
         await supervisor.start(lifecycle)
         self._lifecycle = lifecycle
+        if settings.lifecycle.auto_run:  # the pass a paused store put off
+            storage.write_fault.on_resume(lambda: lifecycle.tell(RunLifecycle()))
         self._retriever = Retriever(
             settings,
             embedding=embedding,
@@ -254,6 +255,7 @@ class EngineWiring:
             without_vector=self._storage.without_vector if self._storage is not None else None,
             redaction=self.redactor.enabled,
             redacted=counted(self.redactor.counts),
+            write_error=self._storage.write_error if self._storage is not None else None,
         )
 
     @property

@@ -190,6 +190,9 @@ class LifecycleActor(Actor[LifecycleRequest, LifecycleReport]):
     async def handle(self, request: LifecycleRequest) -> LifecycleReport:
         await self.foreground.quiet(at_most=_MAX_REST)
         now = self.clock()
+        paused = self.storage.write_fault.error
+        if paused is not None and not request.dry_run:
+            raise paused  # a full disk: the engine queues the pass again once writes resume
         if not request.dry_run and not await self.storage.may_maintain():
             # On object storage, the replica holding the maintenance lease runs the passes:
             # two at once would summarize and archive the same items twice.

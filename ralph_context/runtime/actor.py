@@ -139,6 +139,14 @@ class Actor(ABC, Generic[RequestT, ReplyT]):
         worker thread the actor is waiting on: a count, possibly a moment old."""
         return self._inbox_recv.statistics().current_buffer_used
 
+    def take_queued(self) -> Envelope[RequestT, ReplyT] | None:
+        """The next queued request, if one is waiting (never waits): for serving some
+        requests beside long work (``runtime.beside``)."""
+        try:
+            return self._inbox_recv.receive_nowait()
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return None
+
     def unavailable(self) -> ActorUnavailable:
         """Why this actor cannot answer now: its state, and for a down actor the error
         that brought it down (``storage is down`` alone left a user with nothing to fix)."""

@@ -94,23 +94,28 @@ async def serve(
     async with anyio.create_task_group() as group:
         spaces = Spaces(settings, group, read_only=read_only)
         default = await spaces.get(namespaces.DEFAULT)
-        if default.error is not None:
+        refused = default.error
+        if refused is not None:
             spaces.close()
-            if agents_root is not None and _served_elsewhere(agents_root, settings, store):
-                return
-            raise default.error
-        auth = f"bearer token ({len(tokens.grants)})" if tokens.enabled else "none (loopback)"
-        facts = _facts(default.engine) if default.engine is not None else {}
-        log.info("serving", transport="http", auth=auth, read_only=read_only, **facts)
-        described = _listed({**facts, "auth": auth, "other namespaces": "/ns/NAME/mcp"})
-        try:
-            app = build_app(spaces, tokens)
-            if agents_root is None:
-                await _uvicorn(app, bind, number, store, "/mcp", described, on_console)
-            else:
-                await _serve_agents(agents_root, settings, spaces, app, store, described)
-        finally:
-            spaces.close()
+        else:
+            auth = f"bearer token ({len(tokens.grants)})" if tokens.enabled else "none (loopback)"
+            facts = _facts(default.engine) if default.engine is not None else {}
+            log.info("serving", transport="http", auth=auth, read_only=read_only, **facts)
+            described = _listed({**facts, "auth": auth, "other namespaces": "/ns/NAME/mcp"})
+            try:
+                app = build_app(spaces, tokens)
+                if agents_root is None:
+                    await _uvicorn(app, bind, number, store, "/mcp", described, on_console)
+                else:
+                    await _serve_agents(agents_root, settings, spaces, app, store, described)
+            finally:
+                spaces.close()
+    # Raised outside the task group, which would wrap it in an ExceptionGroup: the CLI then
+    # printed a 280-line traceback instead of its one-line refusal (a held store, say).
+    if refused is not None:
+        if agents_root is not None and _served_elsewhere(agents_root, settings, store):
+            return
+        raise refused
 
 
 def _served_elsewhere(root: Path, settings: Settings, store: Location | None) -> bool:

@@ -241,7 +241,8 @@ class ActorStatus(BaseModel):
 class HealthReport(BaseModel):
     """``health_check``: ``healthy`` when every actor serves (an optional one left off by
     configuration, listed in ``not_configured``, does not count), ``degraded`` when queries
-    fall back to a lower tier, ``unhealthy`` when nothing can be retrieved."""
+    fall back to a lower tier or the store is served read-only (``write_error`` says why),
+    ``unhealthy`` when nothing can be retrieved."""
 
     status: Literal["healthy", "degraded", "unhealthy"]
     tier: str
@@ -260,6 +261,9 @@ class HealthReport(BaseModel):
     redaction: Literal["on", "off"] = "on"
     # Secrets replaced since start, by kind.
     redacted: dict[str, int] = Field(default_factory=dict)
+    # Why writes are refused while the store is served read-only (its disk is full or
+    # unwritable; writes resume by themselves once it takes one); None while they work.
+    write_error: str | None = None
 
     @classmethod
     def of(
@@ -290,6 +294,7 @@ class HealthReport(BaseModel):
             without_vector=health.without_vector,
             redaction="on" if health.redaction else "off",
             redacted=dict(health.redacted),
+            write_error=health.write_error,
         )
 
     def without_paths(self, settings: Settings) -> HealthReport:
@@ -306,4 +311,5 @@ class HealthReport(BaseModel):
             name: actor.model_copy(update={"last_error": hide_paths(actor.last_error, settings)})
             for name, actor in self.actors.items()
         }
-        return self.model_copy(update={"store": store, "actors": actors})
+        hidden = hide_paths(self.write_error, settings)
+        return self.model_copy(update={"store": store, "actors": actors, "write_error": hidden})

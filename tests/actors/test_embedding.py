@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+
 import anyio
 import numpy as np
+import pytest
 
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.config import EmbeddingsSettings
@@ -81,3 +84,53 @@ async def test_vectors_are_unit_length_and_semantic(embedder: LocalEmbedder) -> 
     assert vectors.shape == (3, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3
+
+
+class WatchedModel(LocalEmbedder):
+    """The real model (both sessions), saying when a bulk call starts."""
+
+    def __init__(self, real: LocalEmbedder) -> None:
+        super().__init__(real._model, real.model_id, real.dimension, real._query_model)
+        self.bulk_started = threading.Event()
+
+    def embed(  # type: ignore[override]
+        self, texts: list[str], batch_size: int, *, query: bool = False
+    ) -> np.ndarray:
+        if not self.in_query_session(len(texts), query=query):
+            self.bulk_started.set()
+        return super().embed(texts, batch_size, query=query)
+
+
+async def test_a_query_is_answered_beside_a_bulk_batch_not_after_it(
+    embedder: LocalEmbedder,
+) -> None:
+    model = WatchedModel(embedder)
+    if model._query_model is None:
+        pytest.skip("the model has no query session here (one thread)")
+    bulk = [f"ingested line {n}: replica lag on shard {n}" for n in range(64)]
+    more = [f"queued behind the bulk batch, line {n}" for n in range(8)]
+    query = "why does the shard lag?"
+    answered: list[str] = []
+    replies: dict[str, np.ndarray] = {}
+    actor = EmbeddingActor(EmbeddingsSettings(batch_size=8), loader=lambda _s: model)
+    with anyio.fail_after(60):
+        async with Supervisor() as supervisor:
+            await supervisor.start(actor)
+
+            async def ask(name: str, texts: list[str], *, is_query: bool = False) -> None:
+                request = EmbedRequest(tuple(texts), query=is_query)
+                replies[name] = await actor.call(request, timeout=50)
+                answered.append(name)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask, "bulk", bulk)
+                # Until the bulk batch is in the model (a thread event: the model's thread).
+                await anyio.to_thread.run_sync(model.bulk_started.wait, 30)
+                tg.start_soon(ask, "more", more)
+                await ask("query", [query], is_query=True)
+    # The query did not wait for the 8 model calls of the bulk request; the documents that
+    # queued during its pass were answered after it, in order, each the right vectors.
+    assert answered == ["query", "bulk", "more"]
+    assert np.allclose(replies["query"][0], embedder.embed([query], 1, query=True)[0], atol=1e-5)
+    assert np.allclose(replies["bulk"][-8:], embedder.embed(bulk[-8:], 8), atol=1e-5)
+    assert np.allclose(replies["more"], embedder.embed(more, 8), atol=1e-5)

@@ -28,12 +28,14 @@ def test_a_remote_health_report_names_no_path_of_the_server(tmp_path: Path) -> N
         model_id=None,
         current_iteration=0,
         version="0",
+        write_error=f"store is full: No space left on device at {root}",
     )
 
     remote = report.without_paths(settings)
 
     assert remote.store == "local store, namespace default"
     assert remote.actors["storage"].last_error == "cannot open the store at <store>/x"
+    assert remote.write_error == "store is full: No space left on device at <store>"
     assert str(tmp_path) not in remote.model_dump_json()
     assert report.store == root  # a local client keeps it
 

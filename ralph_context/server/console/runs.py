@@ -164,4 +164,5 @@ async def health(visit: Visit) -> tuple[str, dict[str, Any]]:
         "passes": list(reversed(observed.passes)),
         "iteration": engine.current_iteration,
         "read_only": not visit.writable,
+        "write_error": hide_paths(state.write_error, engine.settings),
     }
