@@ -18,11 +18,6 @@ _AGENT_HOOKS = ("claude", "codex")
 def main() -> None:
     """Console-script entry point."""
     args = sys.argv[1:]
-    if not (len(args) == 2 and args[0] == "hook"):
-        # Before any thread starts (a hook process is short-lived and stays lean as it is).
-        from ralph_context.runtime.heap import limit_malloc_arenas
-
-        limit_malloc_arenas()
     if len(args) == 2 and args[0] == "hook" and args[1] in _AGENT_HOOKS:
         try:
             from ralph_context.integrations.agents.hook import main as agent_hook
@@ -30,6 +25,10 @@ def main() -> None:
             return
         agent_hook(args[1])
         return
+    # Before any thread starts (an agent's hook, above, is short-lived and stays as it is).
+    from ralph_context.runtime.heap import limit_malloc_arenas
+
+    limit_malloc_arenas()
     from ralph_context.cli import main as cli
 
     cli()

@@ -97,14 +97,20 @@ def _task(task_id: str, title: str, status: str) -> str:
     )
 
 
-async def test_an_iterations_record_says_which_tasks_were_added_closed_or_failed(
-    tmp_path: Path, make_settings: SettingsFactory, shared_model: Loader
-) -> None:
+def _with_one_open_task(tmp_path: Path) -> tuple[Path, Path]:
+    """A workspace with no memories and one open task; its tasks file."""
     workspace = tmp_path / "repo"
     (workspace / ".ralph" / "agent").mkdir(parents=True)
     _write(workspace)
     tasks = workspace / ".ralph" / "agent" / "tasks.jsonl"
     tasks.write_text(_task("task-1-aaaa", "Parse the CSV header", "open") + "\n")
+    return workspace, tasks
+
+
+async def test_an_iterations_record_says_which_tasks_were_added_closed_or_failed(
+    tmp_path: Path, make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    workspace, tasks = _with_one_open_task(tmp_path)
     settings = make_settings(lifecycle={"auto_run": False})
     async with Engine(settings, model_loader=shared_model) as engine:
         call = _caller(workspace, _Engine(engine, writable=True))
@@ -130,11 +136,7 @@ async def test_an_iterations_record_says_which_tasks_were_added_closed_or_failed
 async def test_a_record_made_again_after_the_hook_died_keeps_the_first_and_moves_on(
     tmp_path: Path, make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
-    workspace = tmp_path / "repo"
-    (workspace / ".ralph" / "agent").mkdir(parents=True)
-    _write(workspace)
-    tasks = workspace / ".ralph" / "agent" / "tasks.jsonl"
-    tasks.write_text(_task("task-1-aaaa", "Parse the CSV header", "open") + "\n")
+    workspace, tasks = _with_one_open_task(tmp_path)
     settings = make_settings(lifecycle={"auto_run": False})
     async with Engine(settings, model_loader=shared_model) as engine:
         call = _caller(workspace, _Engine(engine, writable=True))
