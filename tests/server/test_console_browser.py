@@ -330,6 +330,12 @@ def test_items_stored_while_an_iteration_runs_are_counted_under_that_iteration(
     async def loop() -> int:
         async with mcp_client(served.url, EVERYWHERE) as client:
             latest = int((await call(client, "health_check"))["current_iteration"])
+            # Earlier tests on this server may have stored after its latest iteration:
+            # those items belong to latest + 1, so that iteration is recorded first.
+            latest += 1
+            await call(
+                client, "store_iteration_result", iteration=latest, success=True, summary="before"
+            )
             # A loop stores during iteration N, then records N: N's items belong to N.
             for offset, contents in enumerate((["first"], ["second", "third"], []), 1):
                 for content in contents:

@@ -116,4 +116,4 @@ def test_the_commands_move_a_store(tmp_path: Path) -> None:
     assert "exported 1 items" in cli(source, "export", str(dump)).stderr
     assert "imported 1 items" in cli(copy, "import", str(dump)).stderr
     found = json.loads(cli(copy, "search", "CSV encoding", "--json").stdout)
-    assert [hit["content"] for hit in found["items"]] == [NOTES[0][0]]
+    assert [hit["item"]["content"] for hit in found["items"]] == [NOTES[0][0]]
