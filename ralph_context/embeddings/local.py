@@ -5,6 +5,7 @@ Blocking code: the embedding actor calls it from a worker thread.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -50,6 +51,10 @@ class LocalEmbedder:
     but a 280-character query then takes 21 ms instead of 13. Batches of at least
     :data:`BULK_TEXTS` documents keep the spinning pool, which embeds ~8% more texts a
     second.
+
+    The bulk session is built on the first bulk batch (fastembed's ``lazy_load``): a command
+    that asks or stores a text at a time, and a server that only answers, never pay its load
+    (~0.4 s) nor its memory (~100 MB of RSS).
     """
 
     def __init__(
@@ -61,6 +66,7 @@ class LocalEmbedder:
     ) -> None:
         self._model = model
         self._query_model = query_model
+        self._loading = threading.Lock()
         self.model_id = model_id
         self.dimension = dimension
 
@@ -68,10 +74,11 @@ class LocalEmbedder:
         """Embed ``texts`` in order; rows are L2-normalised float32 vectors. ``query``, or
         fewer than :data:`BULK_TEXTS` texts, uses the query session (same vectors, no
         spinning threads)."""
-        model = self._model
         if self.in_query_session(len(texts), query=query):
             assert self._query_model is not None
             model = self._query_model
+        else:
+            model = self._bulk_model()
         rows = list(model.embed(list(texts), batch_size=batch_size))
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), self.dimension)
         return matrix
@@ -81,11 +88,23 @@ class LocalEmbedder:
         fewer than :data:`BULK_TEXTS` documents) rather than the bulk one."""
         return self._query_model is not None and (query or count < BULK_TEXTS)
 
+    def _bulk_model(self) -> TextModel:
+        """The bulk session, loaded on first use under a lock (fastembed's own lazy load
+        checks and loads unguarded, and two batches may arrive from two threads)."""
+        inner = getattr(self._model, "model", None)
+        if inner is not None and getattr(inner, "model", False) is None:
+            with self._loading:
+                if inner.model is None:
+                    inner.load_onnx_model()
+        return self._model
+
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """How many tokens the model sees of each text (after truncation), which is what a
         batch pays for when padded; about a quarter of the characters where the tokenizer
         is not reachable (another fastembed version)."""
-        tokenizer = getattr(getattr(self._model, "model", None), "tokenizer", None)
+        # The query session's tokenizer: the bulk session may not be loaded yet.
+        owner = self._query_model if self._query_model is not None else self._model
+        tokenizer = getattr(getattr(owner, "model", None), "tokenizer", None)
         encode = getattr(tokenizer, "encode_batch", None)
         if encode is None:
             return [len(text) // 4 + 2 for text in texts]
@@ -128,10 +147,15 @@ def load_embedder(settings: EmbeddingsSettings) -> LocalEmbedder:
         if onnx_file is not None:
             _register(model_id, dimension, onnx_file.name)
             specific = str(path)
-            model = TextEmbedding(
-                model_name=model_id, specific_model_path=specific, threads=settings.threads
-            )
         query_model = _query_model(model_id, specific, onnx_file, settings.threads)
+        if onnx_file is not None:
+            # With a query session beside it, the bulk session loads on its first batch.
+            model = TextEmbedding(
+                model_name=model_id,
+                specific_model_path=specific,
+                threads=settings.threads,
+                lazy_load=query_model is not None,
+            )
     except ModelError:
         raise
     except Exception as exc:
@@ -153,31 +177,36 @@ def _query_model(
 
     if threads == 1:
         return None
-    query = TextEmbedding(model_name=model_id, specific_model_path=specific, threads=threads)
-    if onnx_file is not None and _stop_spinning(query, onnx_file, threads):
-        return query
+    if onnx_file is not None:
+        query = TextEmbedding(
+            model_name=model_id, specific_model_path=specific, threads=threads, lazy_load=True
+        )
+        if _load_without_spinning(query, onnx_file, threads):
+            return query
     return TextEmbedding(model_name=model_id, specific_model_path=specific, threads=1)
 
 
-def _stop_spinning(model: Any, onnx_file: Path, threads: int | None) -> bool:
-    """Rebuild ``model``'s onnxruntime session with ``allow_spinning`` off (fastembed does
-    not expose the option; its session is ``model.model.model``). False if that layout is
-    not there (another fastembed version): the caller then uses one thread instead."""
+def _load_without_spinning(model: Any, onnx_file: Path, threads: int | None) -> bool:
+    """Load lazily built ``model``'s tokenizer, and its onnxruntime session with
+    ``allow_spinning`` off (fastembed does not expose the option; its session is
+    ``model.model.model``, built by ``load_onnx_model`` when still ``None``): one session
+    built, not fastembed's and then ours. False if that layout is not there (another
+    fastembed version): the caller then uses one thread instead."""
     import onnxruntime as ort
 
     inner = getattr(model, "model", None)
-    session = getattr(inner, "model", None)
-    if inner is None or not isinstance(session, ort.InferenceSession):
+    ensure_tokenizer = getattr(inner, "_ensure_tokenizer", None)
+    if inner is None or ensure_tokenizer is None or getattr(inner, "model", False) is not None:
         return False
+    ensure_tokenizer()
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     if threads is not None:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = threads
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    inner.model = ort.InferenceSession(
-        str(onnx_file), providers=session.get_providers(), sess_options=options
-    )
+    providers = list(getattr(inner, "providers", None) or ["CPUExecutionProvider"])
+    inner.model = ort.InferenceSession(str(onnx_file), providers=providers, sess_options=options)
     return True
 
 
