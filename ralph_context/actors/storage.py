@@ -14,7 +14,7 @@ whose call has returned. Requests are in ``storage_requests``, the callers' help
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TypeVar
 
 import anyio
@@ -174,19 +174,14 @@ class StorageActor(StorageReads, StorageWrites):
         return self.store.requests.get(key) if self._store is not None else None
 
     async def setup(self) -> None:
-        model_id, dimension = self.model if self.model else (None, None)
         try:
             self._store = await anyio.to_thread.run_sync(
-                lambda: LanceStore(
+                lambda: LanceStore.configured(
                     self.location,
-                    model_id=model_id,
-                    dimension=dimension,
-                    vector_index_min_rows=self.settings.vector_index_min_rows,
-                    version_retention=timedelta(minutes=self.settings.version_retention_minutes),
+                    self.settings,
+                    model=self.model,
                     read_only=self.read_only,
                     lock_at=self.lock_at,
-                    refresh=timedelta(seconds=self.settings.refresh_seconds),
-                    lease_seconds=self.settings.lease_seconds,
                 )
             )
         except (ModelMismatch, StoreLocked) as exc:

@@ -44,6 +44,10 @@ class StorageSettings(Section):
     # A read or write of the store taking longer fails that call (retrieval steps down a
     # tier); maintenance gets ten times as long.
     timeout_seconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
+    # LanceDB's index and metadata caches in MB; unset, from the store's size (the larger of
+    # max_size_mb and its size on disk when opened: 30% and 5%), see storage/caches.py.
+    index_cache_mb: int | None = Field(default=None, ge=1, le=1_048_576)
+    metadata_cache_mb: int | None = Field(default=None, ge=1, le=1_048_576)
     # Whose memory this is, within the store (see ralph_context.namespaces).
     namespace: str = "default"
 

@@ -72,6 +72,7 @@ class ArchiveStore:
         options: dict[str, str],
         consistency: timedelta | None = None,
         shared: bool = False,
+        session: lancedb.Session | None = None,
     ) -> None:
         self.location = None if location is None else location / ARCHIVES
         uri = str(self.location) if self.location else f"memory://ralph-archive-{id(self)}"
@@ -83,7 +84,7 @@ class ArchiveStore:
         self._listed_at = time.monotonic()
         self._relist_after = consistency.total_seconds() if consistency else 0.0
         self._db = lancedb.connect(
-            uri, storage_options=options, read_consistency_interval=consistency
+            uri, storage_options=options, read_consistency_interval=consistency, session=session
         )
         # Until something is archived, a search of the archive is skipped without a call.
         self._open: dict[str, Any] = {}

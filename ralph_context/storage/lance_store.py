@@ -18,6 +18,11 @@ model record, running counts), ``store_items`` (item reads and writes), ``store_
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from ralph_context.config import StorageSettings
+from ralph_context.object_location import Location
+from ralph_context.storage.caches import CacheSizes
 from ralph_context.storage.store_items import StoreItems
 from ralph_context.storage.store_iterations import StoreIterations
 from ralph_context.storage.store_lifecycle import AgeRow, Forgettable, StoreLifecycle
@@ -44,8 +49,36 @@ class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
             object storage, where replicas share the store.
         refresh: On object storage, how often this replica looks for the others' commits.
         lease_seconds: On object storage, how long the maintenance lease lasts (``lease``).
+        caches: How large LanceDB's index and metadata caches may grow (``caches``).
 
     Raises:
         StoreLocked: Another process writes the store (not when ``read_only``).
         StoreError: ``read_only`` and there is no store at ``location`` yet.
     """
+
+    @classmethod
+    def configured(
+        cls,
+        location: Location | None,
+        settings: StorageSettings,
+        *,
+        model: tuple[str, int] | None,
+        read_only: bool = False,
+        lock_at: Location | None = None,
+    ) -> LanceStore:
+        """The store at ``location`` opened as ``storage:`` says (index, retention, refresh,
+        lease and cache settings), for ``model`` (its id and dimension, ``None``: none
+        loaded)."""
+        model_id, dimension = model if model else (None, None)
+        return cls(
+            location,
+            model_id=model_id,
+            dimension=dimension,
+            vector_index_min_rows=settings.vector_index_min_rows,
+            version_retention=timedelta(minutes=settings.version_retention_minutes),
+            read_only=read_only,
+            lock_at=lock_at,
+            refresh=timedelta(seconds=settings.refresh_seconds),
+            lease_seconds=settings.lease_seconds,
+            caches=CacheSizes.of(settings),
+        )

@@ -26,6 +26,7 @@ from ralph_context.models import ContextItem
 from ralph_context.object_location import Location, ObjectLocation
 from ralph_context.storage import json_metadata, private, threads, writer_lock
 from ralph_context.storage.archive import ArchiveStore
+from ralph_context.storage.caches import CacheSizes
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
 from ralph_context.storage.lease import MaintenanceLease
@@ -87,8 +88,10 @@ class StoreCore:
         lock_at: Location | None = None,
         refresh: timedelta = timedelta(seconds=1),
         lease_seconds: float = 30.0,
+        caches: CacheSizes | None = None,
     ) -> None:
         self.location = location
+        self._caches = caches or CacheSizes()
         # On object storage several processes (replicas) write the store: LanceDB resolves
         # their commits, and each looks for the others' every ``refresh``.
         self.shared = isinstance(location, ObjectLocation)
@@ -125,8 +128,13 @@ class StoreCore:
         # Rows the vector index was trained on: it is retrained once the table doubles.
         self._indexed_rows = recorded.vector_index_rows if recorded else 0
         uri = str(location) if location is not None else f"memory://ralph-context-{id(self)}"
+        # One session, bounded (see ``caches``), for the store's connections.
+        self._session = self._caches.session(location)
         self._db = lancedb.connect(
-            uri, storage_options=self.storage_options, read_consistency_interval=self._consistency()
+            uri,
+            storage_options=self.storage_options,
+            read_consistency_interval=self._consistency(),
+            session=self._session,
         )
         self._vector_index = False
         self._index_looked_up = 0.0  # when (monotonic), 0: never
@@ -150,6 +158,7 @@ class StoreCore:
             options=self.storage_options,
             consistency=self._consistency(),
             shared=self.shared,
+            session=self._session,
         )
         if not self.read_only:
             self.archive.migrate_metadata()
