@@ -205,7 +205,13 @@ def _refusal(directory: Path, note: Holder | None) -> str:
 
 
 def _write_note(directory: Path, note: Holder) -> None:
-    write_text_atomically(directory / HOLDER_FILE, json.dumps(asdict(note)) + "\n")
+    """Write the holder's note; a disk that refuses it (full, read-only) leaves the store
+    locked all the same, only unnamed: the lock is the kernel's, the note a courtesy to
+    the processes refused, and a store on a full disk must still open to serve reads."""
+    try:
+        write_text_atomically(directory / HOLDER_FILE, json.dumps(asdict(note)) + "\n")
+    except OSError as exc:
+        log.warning("store_holder_not_noted", location=str(directory), error=str(exc))
 
 
 def _read_note(directory: Path) -> Holder | None:

@@ -112,3 +112,29 @@ async def test_a_store_the_disk_refuses_serves_reads_says_degraded_and_resumes_w
         # Nothing acknowledged is lost: all eleven are there when the store is reopened.
         async with Engine(settings, model_loader=shared_model) as engine:
             assert await _all_found(engine, [*stored, after]) == 11
+
+
+async def test_a_store_opened_on_a_disk_already_full_serves_reads_and_refuses_writes(
+    disk: Path, make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    """Opening writes the writer lock's note: a full disk refuses it, and the store opens
+    all the same (once, no actor restart), locked but unnamed, read-only until room."""
+    settings = make_settings(storage={"path": str(disk / "store")})
+    store = settings.store_path()
+    with anyio.fail_after(90):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            stored = [await engine.store(note, "output") for note in NOTES]
+        free = fill(disk)
+        async with Engine(settings, model_loader=shared_model) as engine:
+            assert engine.health().actors["storage"].restarts == 0
+            assert await _all_found(engine, stored) == 10
+            with pytest.raises(StoreUnwritable, match=FAULTS["full"][1] + str(store)):
+                await engine.store("A note the disk has no room for.", "output")
+            assert engine.health().state("storage") == f"degraded: {READ_ONLY}"
+            assert await _all_found(engine, stored) == 10
+            free()
+            storage = engine.supervisor.actors["storage"]
+            with anyio.fail_after(RESUME_WITHIN):
+                await storage.health.wait_until(lambda health: health.degraded is None)
+            after = await engine.store("A note written once the disk took writes again.", "output")
+            assert await _all_found(engine, [*stored, after]) == 11
