@@ -207,3 +207,26 @@ async def test_each_switch_turns_its_behaviour_off(engine: Engine, project: Path
         )
         group.cancel_scope.cancel()
     assert (await engine.stats()).items == 1
+
+
+async def test_a_command_carrying_a_secret_is_still_linked_to_its_fix(
+    engine: Engine, project: Path
+) -> None:
+    """The failed command is stored with its token redacted; its later success, and its
+    next failure, must find that failure by the command as stored."""
+    command = "GITHUB_TOKEN=ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + " ./check.sh"
+    async with anyio.create_task_group() as group:
+        events = AgentEvents(engine, AgentsSettings(), group)
+        await handled(events, failed(project, command, ERROR, "s1"))
+        await handled(
+            events,
+            ran(project, FIX, session="s2"),
+            ran(project, command, "all widgets ok", session="s2"),
+        )
+        (error,) = (await engine.browse(context_types=["error"])).items
+        assert "ghp_" not in str(error.metadata["command"])
+        fixes = (await engine.browse(context_types=["skill"], tags=[FIX_TAG])).items
+        assert len(fixes) == 1 and fixes[0].metadata["resolves"] == error.id
+        ((context, action),) = await handled(events, failed(project, command, ERROR, "s3"))
+        assert FIX in context and action.endswith("1 fixes given")
+        group.cancel_scope.cancel()

@@ -227,7 +227,7 @@ class AgentEvents:
             error or command,
             context_types=["skill"],
             tags=[FIX_TAG],
-            metadata=[{"key": "command", "op": "==", "value": command}],
+            metadata=[{"key": "command", "op": "==", "value": self._as_stored(command)}],
             min_score=0.0,
             max_items=1,
         )
@@ -261,13 +261,19 @@ class AgentEvents:
         )
         return found.items[0].item if found.items else None
 
+    def _as_stored(self, command: str) -> str:
+        """``command`` as the store keeps it: with its secrets redacted (a command that
+        carries a token is stored without it, and must still be found as itself)."""
+        return self.engine.redactor.clean(command)
+
     async def _open_error(self, command: str) -> ContextItem | None:
         """The newest stored failure of ``command``, unless a fix resolves it already.
         Read newest first (not ranked: a search would drop all but one of the identical
         failures of a command, and not necessarily keep the newest)."""
         page = await self.engine.browse(context_types=["error"], tags=[ERROR_TAG], limit=200)
+        stored = self._as_stored(command)
         for item in page.items:
-            if item.metadata.get("command") == command:
+            if item.metadata.get("command") == stored:
                 return None if await self._fix_of(item) is not None else item
         return None
 
