@@ -21,8 +21,8 @@ from functools import partial
 
 import anyio
 import numpy as np
-import structlog
 
+from ralph_context._logging import get_logger
 from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
 from ralph_context.errors import ModelError
@@ -31,7 +31,7 @@ from ralph_context.runtime.beside import serve_beside
 
 __all__ = ["EmbedRequest", "EmbeddingActor"]
 
-log = structlog.get_logger("ralph_context.embedding")
+log = get_logger("ralph_context.embedding")
 
 # Up to this many texts are planned on the event loop (well under a millisecond).
 _PLAN_INLINE = 8

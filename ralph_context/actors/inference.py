@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import anyio
 import httpx
-import structlog
 from pydantic import JsonValue
 
+from ralph_context._logging import get_logger
 from ralph_context.config import InferenceSettings, InferenceTimeouts
 from ralph_context.errors import (
     ActorUnavailable,
@@ -46,7 +46,7 @@ from ralph_context.runtime import Actor, ActorState, NotConfigured, PermanentFai
 
 __all__ = ["NO_MODEL_CONFIGURED", "Complete", "InferenceActor", "ListModels"]
 
-log = structlog.get_logger("ralph_context.inference")
+log = get_logger("ralph_context.inference")
 
 NO_MODEL_CONFIGURED = (
     "no language model configured: add learning.mcp_context.inference.servers to ralph.yaml, "

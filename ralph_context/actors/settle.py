@@ -22,11 +22,12 @@ from collections.abc import Callable
 from typing import Protocol
 
 import anyio
-import structlog
+
+from ralph_context._logging import get_logger
 
 __all__ = ["settle_store"]
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 
 
 class Settling(Protocol):

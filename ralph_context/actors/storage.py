@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from typing import TypeVar
 
 import anyio
-import structlog
 
+from ralph_context._logging import get_logger
 from ralph_context.actors.storage_beside import maintain_beside_appends
 from ralph_context.actors.storage_group import (
     Crowding,
@@ -66,7 +66,7 @@ from ralph_context.storage.upkeep_worker import at_normal_priority, hurried_when
 # The requests and hits callers use are also importable from here.
 __all__ = ["AddItems", "Adjacent", "FlushUsage", "StorageActor", "TextHit", "VectorHit"]
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 
 T = TypeVar("T")
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import anyio
-import structlog
 
+from ralph_context._logging import get_logger
 from ralph_context.actors.storage_requests import (
     Adjacent,
     RepairVectorIndex,
@@ -26,7 +26,7 @@ from ralph_context.storage.archive import ArchivedItem
 from ralph_context.storage.filters import DueFilter, ForgetSelection, ItemFilter
 from ralph_context.storage.lance_store import AgeRow, Forgettable, LanceStore, StoreStats
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 
 T = TypeVar("T")
 # A damaged vector index is rebuilt at most this often (seconds): a rebuild that keeps failing

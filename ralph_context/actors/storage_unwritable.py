@@ -25,8 +25,8 @@ from pathlib import Path
 
 import anyio
 import pyarrow as pa
-import structlog
 
+from ralph_context._logging import get_logger
 from ralph_context.actors.storage_requests import FlushUsage, RepairVectorIndex, StorageRequest
 from ralph_context.errors import RalphContextError, StoreError, StoreUnwritable
 from ralph_context.object_location import Location
@@ -35,7 +35,7 @@ from ralph_context.storage.write_faults import probe, unwritable
 
 __all__ = ["READ_ONLY", "WriteFault"]
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 
 # What the actor's health says it is missing meanwhile.
 READ_ONLY = "read-only"

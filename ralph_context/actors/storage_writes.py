@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 import anyio
-import structlog
 
+from ralph_context._logging import get_logger
 from ralph_context.actors.storage_requests import (
     AddItems,
     AddIteration,
@@ -44,7 +44,7 @@ from ralph_context.storage.write_faults import unwritable
 
 T = TypeVar("T")
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 
 # Usage counters are served from memory; writing them costs one small upsert, so batch it,
 # but not for long: a killed process loses what was not flushed.

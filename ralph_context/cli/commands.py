@@ -8,55 +8,56 @@ This module composes the command groups, each in its own module of ``cli/``: ``i
 (store, search, forget, demo), ``store`` (stats, health, export, import, reindex, redact),
 ``serve`` (serve, console, init, ralph run), ``model``, ``bench``, ``studio``, ``access``
 (token, namespaces) and ``hook``. They share ``base`` (the Typer app and common options),
-``output`` (settings, errors, printing) and ``engine`` (the engine).
+``output`` (settings, errors, printing) and ``engine`` (the engine). A command's module is
+imported when the command runs (``base.LazyGroup``), not with this one.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, ClassVar
 
 import typer
 
 from ralph_context import __version__
-from ralph_context.cli.access import namespaces_command, token_app
-from ralph_context.cli.base import GLOBAL, App, ConfigOption, LogOption
-from ralph_context.cli.bench import bench_app
-from ralph_context.cli.hook import hook_command
-from ralph_context.cli.items import demo, forget, search, store
-from ralph_context.cli.model import model_app
+from ralph_context.cli.base import GLOBAL, App, ConfigOption, LazyGroup, LogOption
 from ralph_context.cli.output import out
-from ralph_context.cli.serve import console, init, ralph_app, serve
-from ralph_context.cli.store import export_, health, import_, redact, reindex, stats
-from ralph_context.cli.studio import studio_app
 
 __all__ = ["app", "main"]
+
+
+class _Commands(LazyGroup):
+    # In the order `--help` lists them: commands first, then groups.
+    members: ClassVar[Mapping[str, tuple[str, str]]] = {
+        "namespaces": ("ralph_context.cli.access", "namespaces_command"),
+        "hook": ("ralph_context.cli.hook", "hook_command"),
+        "store": ("ralph_context.cli.items", "store"),
+        "search": ("ralph_context.cli.items", "search"),
+        "forget": ("ralph_context.cli.items", "forget"),
+        "export": ("ralph_context.cli.store", "export_"),
+        "import": ("ralph_context.cli.store", "import_"),
+        "stats": ("ralph_context.cli.store", "stats"),
+        "health": ("ralph_context.cli.store", "health"),
+        "reindex": ("ralph_context.cli.store", "reindex"),
+        "redact": ("ralph_context.cli.store", "redact"),
+        "demo": ("ralph_context.cli.items", "demo"),
+        "serve": ("ralph_context.cli.serve", "serve"),
+        "console": ("ralph_context.cli.serve", "console"),
+        "init": ("ralph_context.cli.serve", "init"),
+        "model": ("ralph_context.cli.model", "model_app"),
+        "bench": ("ralph_context.cli.bench", "bench_app"),
+        "studio": ("ralph_context.cli.studio", "studio_app"),
+        "token": ("ralph_context.cli.access", "token_app"),
+        "ralph": ("ralph_context.cli.serve", "ralph_app"),
+    }
+
 
 app = App(
     name="ralph-context",
     help="Semantic, persistent, self-pruning memory for agent iteration loops.",
     no_args_is_help=True,
+    cls=_Commands,
 )
-# In the order `--help` lists them: commands first, then groups.
-app.command("namespaces")(namespaces_command)
-app.command("hook")(hook_command)
-app.command("store")(store)
-app.command("search")(search)
-app.command("forget")(forget)
-app.command("export")(export_)
-app.command("import")(import_)
-app.command("stats")(stats)
-app.command("health")(health)
-app.command("reindex")(reindex)
-app.command("redact")(redact)
-app.command("demo")(demo)
-app.command("serve")(serve)
-app.command("console")(console)
-app.command("init")(init)
-app.add_typer(model_app, name="model")
-app.add_typer(bench_app, name="bench")
-app.add_typer(studio_app, name="studio")
-app.add_typer(token_app, name="token")
-app.add_typer(ralph_app, name="ralph")
 
 
 @app.callback(invoke_without_command=True)

@@ -7,13 +7,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-import anyio
-
 from ralph_context.cli.output import fail
-from ralph_context.config import Settings
 from ralph_context.errors import ConfigError, InvalidInput, RalphContextError
 
 if TYPE_CHECKING:
+    from ralph_context.config import Settings
     from ralph_context.engine import Engine
 
 __all__ = ["checked", "engine_for", "reader_for", "reported", "run"]
@@ -50,6 +48,8 @@ def run(work: Callable[[], Awaitable[T]]) -> T:
         typer.Exit: ``work`` raised a ``RalphContextError`` (code 2 for bad input or
             configuration, 1 for the rest).
     """
+    import anyio  # here: a command the running server answers needs no event loop
+
     return reported(lambda: anyio.run(work))
 
 

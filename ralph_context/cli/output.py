@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -15,8 +15,10 @@ from rich.markup import escape
 
 from ralph_context._logging import configure_logging
 from ralph_context.cli.base import GLOBAL
-from ralph_context.config import Settings
 from ralph_context.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ralph_context.config import Settings
 
 __all__ = ["emit_json", "err", "fail", "load_settings", "out", "start_logging"]
 
@@ -44,6 +46,10 @@ def load_settings(config: Path | None, log_level: str | None) -> Settings:
     Raises:
         typer.Exit: The settings are invalid (the error is printed).
     """
+    # Here, not at the top: the settings' models cost ~0.35 s (pydantic, pydantic-settings),
+    # which commands that read none (``--version``, ``--help``) never pay.
+    from ralph_context.config import Settings
+
     start_logging(log_level)
     try:
         return Settings.load(config if config is not None else GLOBAL.config)

@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ralph_context import namespaces
-from ralph_context.config import Settings
 from ralph_context.errors import InvalidInput, RalphContextError
 from ralph_context.server.agents.post import post
 from ralph_context.server.agents.project import ServerNote, bearer_token
 from ralph_context.storage import writer_lock
+
+if TYPE_CHECKING:
+    from ralph_context.config import Settings
 
 __all__ = ["PROTOCOL", "Served", "call_tool", "served"]
 

@@ -7,9 +7,9 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
-import structlog
 from pydantic import Field, field_validator, model_validator
 
+from ralph_context._logging import get_logger
 from ralph_context.config.section import Section, definition_error
 from ralph_context.errors import ConfigError
 
@@ -25,7 +25,7 @@ __all__ = [
     "ollama_url",
 ]
 
-log = structlog.get_logger("ralph_context.config")
+log = get_logger("ralph_context.config")
 
 ProviderKind = Literal["lmstudio", "ollama", "together", "huggingface", "openai"]
 

@@ -7,11 +7,9 @@ import os
 from pathlib import Path
 from typing import Any, NoReturn, get_args, get_origin
 
-import structlog
-import yaml
 from pydantic import BaseModel, ValidationError
 
-from ralph_context._logging import ensure_logging
+from ralph_context._logging import ensure_logging, get_logger
 from ralph_context.config.section import DEFINITION_ERROR
 from ralph_context.errors import ConfigError
 
@@ -33,7 +31,7 @@ WORKSPACE_ENV = "RALPH_WORKSPACE_ROOT"
 _DEFAULT_FILES = ("ralph.yaml", "ralph.yml")
 _BLOCK = ("learning", "mcp_context")
 
-log = structlog.get_logger("ralph_context.config")
+log = get_logger("ralph_context.config")
 
 
 def find_config(path: str | Path | None) -> Path | None:
@@ -80,6 +78,8 @@ def read_block(source: Path) -> dict[str, Any]:
     Raises:
         ConfigError: The file cannot be read, is not YAML, or a level is not a mapping.
     """
+    import yaml  # here: without a file (defaults and env only) no command pays its import
+
     try:
         document = yaml.safe_load(source.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

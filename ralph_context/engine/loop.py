@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-import structlog
-
+from ralph_context._logging import get_logger
 from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, check_iteration_step
 from ralph_context.config import Settings
@@ -52,7 +51,7 @@ from ralph_context.validation import (
 
 __all__ = ["IterationLoop", "LoopWiring"]
 
-log = structlog.get_logger("ralph_context.engine")
+log = get_logger("ralph_context.engine")
 
 
 # mark_useful: the seed's +0.10 for helpful, -0.15 for not.

@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import TracebackType
 
-import structlog
-
-from ralph_context._logging import ensure_logging
+from ralph_context._logging import ensure_logging, get_logger
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.inference import InferenceActor
 from ralph_context.actors.settle import settle_store
@@ -37,7 +35,7 @@ from ralph_context.skillbook.sync import SkillbookSync
 
 __all__ = ["NOT_STARTED", "EngineWiring"]
 
-log = structlog.get_logger("ralph_context.engine")
+log = get_logger("ralph_context.engine")
 
 
 NOT_STARTED = "the engine is not started (use `async with Engine(...)`)"

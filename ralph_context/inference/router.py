@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import anyio
-import structlog
 
+from ralph_context._logging import get_logger
 from ralph_context.errors import (
     ConfigError,
     InferenceError,
@@ -37,7 +37,7 @@ _NOT_FOUND = 404
 # How long a server that answered 404 for a model it lists is passed over for that model.
 REFUSAL_SECONDS = 60.0
 
-log = structlog.get_logger("ralph_context.inference")
+log = get_logger("ralph_context.inference")
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import anyio
-import structlog
 
+from ralph_context._logging import get_logger
 from ralph_context.actors.embedding import EmbeddingActor
 from ralph_context.actors.inference import InferenceActor
 from ralph_context.actors.storage import StorageActor
@@ -46,7 +46,7 @@ __all__ = [
     "SummarizeOld",
 ]
 
-log = structlog.get_logger("ralph_context.lifecycle")
+log = get_logger("ralph_context.lifecycle")
 
 # (done, total, message): what MCP progress notifications carry.
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]

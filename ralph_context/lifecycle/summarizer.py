@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 import anyio
 import numpy as np
-import structlog
 
+from ralph_context._logging import get_logger
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.inference import InferenceActor
 from ralph_context.config import LifecycleSettings
@@ -45,7 +45,7 @@ from ralph_context.models import ContextItem
 
 __all__ = ["EXTRACTIVE", "LEAD_SENTENCES", "NO_SUMMARY", "PassSummarizer"]
 
-log = structlog.get_logger("ralph_context.lifecycle")
+log = get_logger("ralph_context.lifecycle")
 
 EXTRACTIVE = "extractive"
 LEAD_SENTENCES = "lead sentences (embedding model unavailable)"

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import structlog
-
+from ralph_context._logging import get_logger
 from ralph_context.actors.storage import StorageActor, VectorHit
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import StoreError
@@ -17,7 +16,7 @@ from ralph_context.storage.filters import ItemFilter
 
 __all__ = ["archive_hits", "archived_candidates"]
 
-log = structlog.get_logger("ralph_context.retrieval")
+log = get_logger("ralph_context.retrieval")
 
 
 async def archive_hits(

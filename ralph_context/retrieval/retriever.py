@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 from typing import cast
 
 import anyio
-import structlog
 
+from ralph_context._logging import get_logger
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.storage import Adjacent, StorageActor, TextHit, VectorHit
 from ralph_context.arguments import Query
@@ -65,7 +65,7 @@ __all__ = [
     "with_neighbour_match",
 ]
 
-log = structlog.get_logger("ralph_context.retrieval")
+log = get_logger("ralph_context.retrieval")
 
 
 @dataclass(frozen=True)

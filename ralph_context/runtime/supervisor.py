@@ -14,16 +14,16 @@ from types import TracebackType
 from typing import Any
 
 import anyio
-import structlog
 from anyio.abc import TaskGroup
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential_jitter
 
+from ralph_context._logging import get_logger
 from ralph_context.runtime.actor import Actor, PermanentFailure
 from ralph_context.runtime.health import ActorState, HealthSnapshot
 
 __all__ = ["Supervisor"]
 
-log = structlog.get_logger("ralph_context.runtime")
+log = get_logger("ralph_context.runtime")
 
 _SETTLED = (ActorState.RUNNING, ActorState.DOWN, ActorState.STOPPED)
 _FINISHED = (ActorState.DOWN, ActorState.STOPPED)

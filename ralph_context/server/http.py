@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import structlog
 from anyio.abc import TaskGroup
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -35,6 +34,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from ralph_context import namespaces
+from ralph_context._logging import get_logger
 from ralph_context.config import EmbeddingsSettings, ServerSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.engine import Engine
@@ -47,7 +47,7 @@ from ralph_context.server.tokens import TokenBook
 
 __all__ = ["LOOPBACK", "SharedModel", "Spaces", "build_app", "security_for"]
 
-log = structlog.get_logger("ralph_context.server")
+log = get_logger("ralph_context.server")
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

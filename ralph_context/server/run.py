@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Literal
 
 import anyio
-import structlog
 import uvicorn
 from starlette.applications import Starlette
 from starlette.types import ASGIApp
 
 from ralph_context import namespaces
+from ralph_context._logging import get_logger
 from ralph_context.config import Settings
 from ralph_context.engine import Engine
 from ralph_context.errors import ConfigError
@@ -37,7 +37,7 @@ from ralph_context.storage import writer_lock
 
 __all__ = ["Transport", "serve"]
 
-log = structlog.get_logger("ralph_context.server")
+log = get_logger("ralph_context.server")
 
 Transport = Literal["stdio", "http", "sse"]
 

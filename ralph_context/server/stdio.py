@@ -28,7 +28,6 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 import anyio
-import structlog
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -43,12 +42,14 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
+from ralph_context._logging import get_logger
+
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 __all__ = ["MAX_LINE_BYTES", "answered_stdio", "refusal", "request_id", "serve_stdio"]
 
-log = structlog.get_logger("ralph_context.server")
+log = get_logger("ralph_context.server")
 
 # The most a request may take, as a line here and as a body over HTTP.
 MAX_LINE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE

@@ -14,8 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
-
+from ralph_context._logging import get_logger
 from ralph_context.actors.storage import StorageActor
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import InvalidTags
@@ -32,7 +31,7 @@ from ralph_context.validation import MAX_TAGS, check_tags
 
 __all__ = ["ITEM_PREFIX", "SKILLBOOK_TAG", "SkillbookSync", "SyncReport"]
 
-log = structlog.get_logger("ralph_context.skillbook")
+log = get_logger("ralph_context.skillbook")
 
 ITEM_PREFIX = "skillbook:"
 SKILLBOOK_TAG = "ace-skillbook"

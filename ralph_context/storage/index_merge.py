@@ -20,14 +20,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import structlog
-
+from ralph_context._logging import get_logger
 from ralph_context.storage.upkeep import in_memory
 from ralph_context.storage.upkeep_worker import worker
 
 __all__ = ["INDEX", "merge_deltas"]
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 
 # The vector index's name (LanceDB names an index "<column>_idx"); the store uses it too.
 INDEX = "vector_idx"

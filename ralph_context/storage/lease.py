@@ -24,13 +24,12 @@ import time
 import uuid
 from collections.abc import Callable
 
-import structlog
-
+from ralph_context._logging import get_logger
 from ralph_context.object_location import ObjectLocation
 
 __all__ = ["LEASE_OBJECT", "MaintenanceLease"]
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 
 LEASE_OBJECT = "maintenance.lease"
 

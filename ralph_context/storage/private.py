@@ -28,11 +28,11 @@ import os
 import stat
 from pathlib import Path
 
-import structlog
+from ralph_context._logging import get_logger
 
 __all__ = ["DIRECTORY_MODE", "FILE_MODE", "PRIVATE_UMASK", "keep_private", "secure"]
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 
 PRIVATE_UMASK = 0o077
 DIRECTORY_MODE = 0o700

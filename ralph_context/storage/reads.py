@@ -19,17 +19,17 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import structlog
 from lancedb.background_loop import LOOP
 from lancedb.query import MatchQuery
 from lancedb.table import AsyncTable
 
+from ralph_context._logging import get_logger
 from ralph_context.embeddings.local import Vectors
 from ralph_context.storage.row_cache import ROW_ID, RowCache
 
 __all__ = ["async_table", "rows_where", "text_rows", "vector_rows", "warm"]
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 
 
 def async_table(table: Any) -> AsyncTable:

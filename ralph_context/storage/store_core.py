@@ -18,9 +18,9 @@ from typing import Any
 import lancedb
 import pyarrow as pa
 import pyarrow.compute as pc
-import structlog
 from lancedb.index import FTS, Bitmap, BTree, LabelList
 
+from ralph_context._logging import get_logger
 from ralph_context.errors import ModelMismatch, StoreError
 from ralph_context.models import ContextItem
 from ralph_context.object_location import Location, ObjectLocation
@@ -46,7 +46,7 @@ from ralph_context.storage.tally import Tally
 from ralph_context.storage.usage import USAGE, UsageLedger, usage_schema
 from ralph_context.storage.vectors import probes
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 TEXT_INDEX = "content_idx"
 
 STORAGE_OPTIONS = {"new_table_data_storage_version": "2.1"}

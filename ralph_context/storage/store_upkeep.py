@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-import structlog
 from lancedb.index import IvfSq
 
 from ralph_context import namespaces
+from ralph_context._logging import get_logger
 from ralph_context.storage import reads, upkeep_worker
 from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
 from ralph_context.storage.index_merge import merge_deltas
@@ -23,7 +23,7 @@ from ralph_context.storage.tally import counts
 from ralph_context.storage.upkeep import in_memory, tidy
 from ralph_context.storage.vectors import partitions, probes
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 ANOTHER_REPLICA = "another replica holds the maintenance lease of this store"
 # The full-text index takes in new rows once this many (or a sixteenth of a small table)
 # are outside it: a query scans them meanwhile (210 rows: +2.5-4 ms a full-text query at

@@ -32,8 +32,7 @@ from contextvars import ContextVar
 from datetime import timedelta
 from typing import IO, Any
 
-import structlog
-
+from ralph_context._logging import get_logger
 from ralph_context.runtime.heap import limit_malloc_arenas
 from ralph_context.storage.private import keep_private
 
@@ -48,7 +47,7 @@ __all__ = [
     "worker",
 ]
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 
 # The lowest priority a process can give itself on Linux and macOS.
 NICENESS = 19

@@ -32,9 +32,9 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-import structlog
 from filelock import FileLock, Timeout
 
+from ralph_context._logging import get_logger
 from ralph_context.atomic import write_text_atomically
 from ralph_context.errors import StoreLocked
 from ralph_context.object_location import Location, ObjectLocation
@@ -50,7 +50,7 @@ __all__ = [
     "release",
 ]
 
-log = structlog.get_logger("ralph_context.storage")
+log = get_logger("ralph_context.storage")
 
 LOCK_FILE = "writer.lock"
 HOLDER_FILE = "writer.json"

@@ -158,3 +158,36 @@ async def test_min_score_reads_the_same_in_the_cli_and_the_mcp_tool(tmp_path: Pa
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     schema = tools["get_relevant_context"].input_schema["properties"]["min_score"]
     assert schema["description"].startswith(MIN_SCORE_HELP)
+
+
+def _modules_after(*arguments: str) -> list[str]:
+    """The CLI's own modules and the settings' that ``ralph-context ARGUMENTS`` imported."""
+    probe = (
+        "import json, runpy, sys\n"
+        "sys.argv = ['ralph-context', *sys.argv[1:]]\n"
+        "try:\n"
+        "    runpy.run_module('ralph_context', run_name='__main__')\n"
+        "finally:\n"
+        "    mine = sorted(m for m in sys.modules if m.startswith("
+        "('ralph_context.cli.', 'ralph_context.config')))\n"
+        "    sys.stderr.write('\\nMODULES ' + json.dumps(mine) + '\\n')\n"
+    )
+    done = subprocess.run(
+        [CLI[0], "-c", probe, *arguments], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    last = done.stderr.rstrip().rsplit("\n", 1)[-1]
+    assert last.startswith("MODULES "), done.stderr
+    modules: list[str] = json.loads(last.removeprefix("MODULES "))
+    return modules
+
+
+def test_version_imports_no_command_and_no_settings() -> None:
+    shared = ["ralph_context.cli.base", "ralph_context.cli.commands", "ralph_context.cli.output"]
+    assert _modules_after("--version") == shared
+
+
+def test_a_command_imports_its_own_group_only() -> None:
+    groups = {"access", "bench", "hook", "items", "model", "serve", "store", "studio"}
+    imported = {m.rsplit(".", 1)[-1] for m in _modules_after("model", "--help")}
+    assert imported & groups == {"model"}

@@ -4,8 +4,9 @@ holds the store (its MCP tools) instead of opening the store and loading the mod
 One server process for the module (its start is most of the time); each command is a real
 ``ralph-context`` process. That the command did not open the store shows in its answer: the
 server's own figures (``store`` named as the server names it to a remote client) while that
-server holds the store's writer lock; that it loaded neither LanceDB nor the model, in the
-modules it imported (the test runs the CLI in a Python that lists them after it, ``_cli``).
+server holds the store's writer lock; that it loaded neither LanceDB nor the model, nor
+anyio and structlog (no event loop, nothing logged), in the modules it imported (the test
+runs the CLI in a Python that lists them after it, ``_cli``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ _PROBE = (
     "    runpy.run_module('ralph_context', run_name='__main__')\n"
     "finally:\n"
     "    heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-    "('lancedb', 'onnxruntime', 'fastembed', 'pyarrow'))\n"
+    "('lancedb', 'onnxruntime', 'fastembed', 'pyarrow', 'anyio', 'structlog'))\n"
     "    sys.stderr.write('\\nMODULES ' + json.dumps(heavy) + '\\n')\n"
 )
 

@@ -20,9 +20,9 @@ from contextlib import AbstractContextManager
 from typing import TypeVar
 
 import anyio
-import structlog
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from ralph_context._logging import get_logger
 from ralph_context.errors import RalphContextError
 from ralph_context.models import ContextType
 from ralph_context_ralph.sources import (
@@ -35,7 +35,7 @@ from ralph_context_ralph.sources import (
 
 __all__ = ["Bridge"]
 
-log = structlog.get_logger("ralph_context_ralph.bridge")
+log = get_logger("ralph_context_ralph.bridge")
 
 T = TypeVar("T")
 

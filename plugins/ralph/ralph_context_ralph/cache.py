@@ -12,15 +12,15 @@ import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 
-import structlog
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ralph_context._logging import get_logger
 from ralph_context.atomic import write_text_atomically
 from ralph_context.models import RetrievedItem, Tier
 
 __all__ = ["CachedContext", "TaskCache", "task_key"]
 
-log = structlog.get_logger("ralph_context_ralph.cache")
+log = get_logger("ralph_context_ralph.cache")
 
 
 def task_key(task: str) -> str:

@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from ralph_context import Engine, Settings, namespaces
+from ralph_context._logging import get_logger
 from ralph_context.models import IterationResult, Tier
 from ralph_context.retrieval.injection import context_section
 from ralph_context.storage import writer_lock
@@ -47,7 +46,7 @@ from ralph_context_ralph.sources import (
 
 __all__ = ["Handle", "TierRecord", "attach"]
 
-log = structlog.get_logger("ralph_context_ralph")
+log = get_logger("ralph_context_ralph")
 
 # The query is the task's opening plus what just happened. Short on purpose: embedding
 # cost grows with length (here 13 ms for 160 characters, 23 ms for 320, 51 ms for 500 on a

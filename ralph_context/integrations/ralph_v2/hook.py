@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import structlog
 import yaml
 
+from ralph_context._logging import get_logger
 from ralph_context.atomic import write_text_atomically
 from ralph_context.errors import IdempotencyConflict
 from ralph_context.integrations.ralph_v2 import memories
@@ -41,7 +41,7 @@ from ralph_context.validation import MAX_SOURCE_CHARS
 
 __all__ = ["MEMORY_TAG", "LoopState", "Report", "handle", "loop_thread"]
 
-log = structlog.get_logger("ralph_context.ralph_v2")
+log = get_logger("ralph_context.ralph_v2")
 
 STATE_FILE = Path(".ralph") / "ralph-context" / "state.json"
 MEMORY_TAG = "ralph-memory"  # items that came from the agent's own memories

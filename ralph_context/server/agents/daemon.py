@@ -20,17 +20,17 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import anyio
-import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ralph_context import namespaces
+from ralph_context._logging import get_logger
 from ralph_context.config import Settings
 from ralph_context.server.agents.events import AgentEvents
 from ralph_context.server.agents.project import ServerNote, take_spool, write_server
 
 __all__ = ["Activity", "advertise", "ingest_spool", "watch_idle"]
 
-log = structlog.get_logger("ralph_context.agents")
+log = get_logger("ralph_context.agents")
 
 # How often the idle check looks (seconds): an idle exit is late by at most this.
 _IDLE_CHECK = 5.0

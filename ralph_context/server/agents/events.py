@@ -30,9 +30,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import anyio
-import structlog
 from anyio.abc import TaskGroup
 
+from ralph_context._logging import get_logger
 from ralph_context.config.agents import AgentsSettings
 from ralph_context.engine import Engine
 from ralph_context.models import ContextItem, IterationResult, JsonValue
@@ -49,7 +49,7 @@ from ralph_context.server.agents.sessions import Session, SessionBook
 
 __all__ = ["FIX_TAG", "AgentEvents"]
 
-log = structlog.get_logger("ralph_context.agents")
+log = get_logger("ralph_context.agents")
 
 FIX_TAG = "fix"
 ERROR_TAG = "agent-error"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-import structlog
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import (
     RequestBodyLimitMiddleware,
@@ -28,13 +27,14 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from ralph_context import namespaces
+from ralph_context._logging import get_logger
 
 if TYPE_CHECKING:
     from ralph_context.server.http import Spaces
 
 __all__ = ["CLIENTS", "hook_routes"]
 
-log = structlog.get_logger("ralph_context.agents")
+log = get_logger("ralph_context.agents")
 
 CLIENTS = ("claude", "codex")
 MAX_BODY_BYTES = 4 << 20

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlencode
 
-import structlog
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
@@ -29,6 +28,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ralph_context import namespaces
+from ralph_context._logging import get_logger
 from ralph_context.engine import Engine
 from ralph_context.errors import RalphContextError
 from ralph_context.server.console.guard import (
@@ -46,7 +46,7 @@ from ralph_context.server.tokens import TokenBook
 
 __all__ = ["PREFIX", "Console", "EngineSource", "Visit"]
 
-log = structlog.get_logger("ralph_context.console")
+log = get_logger("ralph_context.console")
 
 
 class EngineSource(Protocol):

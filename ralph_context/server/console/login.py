@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import structlog
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from ralph_context._logging import get_logger
 from ralph_context.server.console.guard import (
     PREFIX,
     Refusal,
@@ -32,7 +32,7 @@ from ralph_context.server.tokens import TokenBook
 
 __all__ = ["Login"]
 
-log = structlog.get_logger("ralph_context.console")
+log = get_logger("ralph_context.console")
 
 _LOGIN_RATE, _LOGIN_BURST = 0.5, 10
 ErrorPage = Callable[[Request, float, int, str], Response]
