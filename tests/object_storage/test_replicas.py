@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import mcp
+import pytest
 import yaml
 
 from ralph_context import Engine
@@ -18,6 +19,13 @@ from ralph_context.object_location import ObjectLocation
 from tests.helpers import Loader, SettingsFactory
 from tests.server.mcp_scenario import call
 from tests.server_process import start_http_server
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The replicas are server subprocesses (seconds each); this process only drives their
+    MCP clients, and the engine's trio coverage lives elsewhere."""
+    return "asyncio"
 
 
 def replica_config(folder: Path, store: ObjectLocation) -> Path:
