@@ -54,6 +54,12 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
+# Before anything imports LanceDB, whose import builds a REST client we never call (1.7 s of
+# every process that opens a store): see storage/lance_import.py.
+from ralph_context.storage import lance_import as _lance_import  # noqa: E402
+
+_lance_import.install()
+
 # Every public name is loaded on first use. The engine pulls in LanceDB (~1.5 s) and the
 # settings pydantic and structlog (~0.5 s), which an agent's hook process (``hook claude``,
 # a process per prompt with a 250 ms budget) and the CLI's quick commands never need.
