@@ -13,6 +13,12 @@ from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
 
 
+def _file_of(path: Path, size: int) -> None:
+    """A file of ``size`` bytes that writes none (sparse): its size is what is counted."""
+    with path.open("wb") as file:
+        file.truncate(size)
+
+
 def test_sizes_follow_the_size_limit_or_the_store_on_disk_whichever_is_larger(
     tmp_path: Path,
 ) -> None:
@@ -22,11 +28,11 @@ def test_sizes_follow_the_size_limit_or_the_store_on_disk_whichever_is_larger(
     assert CacheSizes(max_size_mb=10).sizes(None) == (32, 16)
     assert CacheSizes(max_size_mb=100_000).sizes(None) == (2048, 256)
     # A store already larger than its limit on disk: its size is the basis.
-    (tmp_path / "data.bin").write_bytes(b"\0" * (3 << 20))
+    _file_of(tmp_path / "data.bin", 3 << 20)
     assert CacheSizes(max_size_mb=1).sizes(tmp_path) == (32, 16)
     assert CacheSizes(max_size_mb=1, index_mb=1).sizes(tmp_path)[0] == 1
     grown = CacheSizes(max_size_mb=0.5)
-    (tmp_path / "more.bin").write_bytes(b"\0" * (200 << 20))
+    _file_of(tmp_path / "more.bin", 200 << 20)
     index, _metadata = grown.sizes(tmp_path)
     assert index == int(0.3 * 203)
     # ... and the settings set either outright.
