@@ -62,14 +62,17 @@ __all__ = ["GRID", "THRESHOLDS", "main"]
 # two kinds of evidence; BM25 on an absolute scale, over the best hit, or over the best hit
 # plus a knee; cosine's evidence absolute, relative to the query's best, or its standout
 # among the query's candidates, alone or or-ed) put the weighted sum, the knee and the or-ed
-# standout ahead; this grid is that family's, semantic_slope fixed at 10 (5 and 20 lost).
+# standout ahead; a second (with the paraphrase set's questions in every fold) put closeness
+# to the query's best cosine ahead of the standout (chosen by every fold) and a knee that
+# grows with the query's content words. This grid is that family's, semantic_slope fixed at
+# 10 (5 and 20 lost).
 GRID: dict[str, tuple[float, ...]] = {
     "semantic_midpoint": (0.25, 0.3),
-    "standout_midpoint": (1.5, 2.0, 2.5),
-    "standout_slope": (2.0, 4.0),
-    "lexical_knee": (2.0, 4.0),
-    "lexical_weight": (0.3, 0.4, 0.5, 0.6),
-    "neighbour_share": (0.5, 0.7, 0.9),
+    "semantic_closeness": (0.02, 0.03, 0.05),
+    "lexical_knee": (1.0, 2.0, 4.0),
+    "lexical_knee_per_word": (0.0, 0.2, 0.3, 0.6),
+    "lexical_weight": (0.4, 0.5, 0.6),
+    "neighbour_share": (0.5, 0.7),
     "lexical_pass": (0.5,),
     "min_similarity": (0.15, 0.2),
 }

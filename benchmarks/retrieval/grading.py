@@ -21,11 +21,13 @@ from numpy.typing import NDArray
 
 from benchmarks.retrieval.pools import K, Pool
 from ralph_context.config import ScoringSettings
+from ralph_context.retrieval.candidate_pool import query_words
 from ralph_context.retrieval.scoring import (
     combine,
     contextual_match,
     lexical_evidence,
     own_match,
+    query_knee,
     semantic_evidence,
 )
 
@@ -81,14 +83,13 @@ class Flat:
         self.group = group
         best = np.zeros(len(pools))
         np.maximum.at(best, self.query, self.bm25)
-        # Standouts among each query's pool members, as candidate_pool.standing_out does.
-        n = len(pools)
-        count = np.maximum(np.bincount(self.query, weights=self.member * 1.0, minlength=n), 1)
-        inside = np.where(self.member, self.similarity, 0.0)
-        mean = np.bincount(self.query, weights=inside, minlength=n) / count
-        square = np.bincount(self.query, weights=inside**2, minlength=n) / count
-        spread = np.maximum(np.sqrt(np.maximum(square - mean**2, 0.0)), 0.01)
-        self.standout = (self.similarity - mean[self.query]) / spread[self.query]
+        # How far each is behind its query's best pool member, as candidate_pool.ranked_behind.
+        top = np.full(len(pools), -1.0)
+        np.maximum.at(top, self.query, np.where(self.member, self.similarity, -1.0))
+        self.behind = np.maximum(top[self.query] - self.similarity, 0.0)
+        # Each query's content words (the knee of BM25's evidence), as the retriever counts.
+        words = np.array([query_words(p.query) for p in pools], dtype=np.float64)
+        self.words = np.repeat(words, sizes)
         self.best_bm25 = best[self.query]
         self.evidence = np.array([p.evidence for p in pools], dtype=np.float64)
         self.answerable = self.evidence > 0
@@ -97,8 +98,9 @@ class Flat:
 
     def scores(self, w: ScoringSettings, gate: float, lexical_pass: float) -> Array:
         """Every candidate's relevance under ``w``; ``-inf`` for one the gate keeps out."""
-        semantic = semantic_evidence(self.similarity, self.standout, w)
-        lexical = lexical_evidence(self.bm25, self.best_bm25, self.items, w.lexical_knee)
+        semantic = semantic_evidence(self.similarity, self.behind, w)
+        knee = query_knee(self.words, w)
+        lexical = lexical_evidence(self.bm25, self.best_bm25, self.items, knee)
         own = own_match(semantic, lexical, w.lexical_weight)
         passes = np.where(
             self.member,

@@ -71,6 +71,8 @@ class Pool:
     member: NDArray[np.bool_]  # came from one of the two halves (not a fetched neighbour)
     labels: tuple[frozenset[int], ...]  # per answer group: candidate indices in it
     evidence: int  # groups to find (0: nothing answers the query, an abstention)
+    query: str = ""  # the question asked (for features of its words)
+    texts: tuple[str, ...] = ()  # each candidate's content, in candidate order
 
 
 def open_settings(store: Path) -> Settings:
@@ -88,6 +90,7 @@ def to_pool(
     now: int,
     groups: Sequence[set[str]],
     evidence: int,
+    query: str = "",
 ) -> Pool:
     """Arrays from the engine's candidates: the pool members first, then the neighbours."""
     candidates: list[Candidate] = [*found.pool, *found.neighbours]
@@ -124,6 +127,8 @@ def to_pool(
             frozenset(i for i, c in enumerate(candidates) if c.item.id in ids) for ids in groups
         ),
         evidence=evidence,
+        query=query,
+        texts=tuple(c.item.content for c in candidates),
     )
 
 
@@ -147,6 +152,7 @@ async def read_pool(
         now=engine.current_iteration,
         groups=groups,
         evidence=evidence,
+        query=text,
     )
 
 
@@ -176,6 +182,7 @@ async def collect_locomo(data: Path, model: LocalEmbedder, workdir: Path) -> lis
                         now=engine.current_iteration,
                         groups=groups,
                         evidence=len(question.evidence),
+                        query=question.text,
                     )
                 )
         print(f"pools: locomo {conversation.sample_id} read", flush=True)

@@ -21,7 +21,7 @@ class RetrievalSettings(Section):
     # ... and under this share of the query's best score: when a clear match is there, the
     # loosely related tail goes. Both chosen by benchmarks/retrieval/fit.py (README:
     # Relevance); a min_score given with a query replaces both.
-    min_relative_score: float = Field(default=0.3, ge=0.0, le=1.0, allow_inf_nan=False)
+    min_relative_score: float = Field(default=0.2, ge=0.0, le=1.0, allow_inf_nan=False)
     # The gate before scoring: candidates must first be at least this similar to the query
     # (or hold its rarer words). MiniLM puts unrelated English sentences at ~0.0-0.15 and a
     # question asked in other words than its answer at 0.25-0.5 (0.12-0.32 for the hardest
@@ -53,14 +53,15 @@ class ScoringSettings(Section):
     # cosine is even odds that the item answers the query (scoring.semantic_evidence).
     semantic_midpoint: float = Field(default=0.30, ge=-1.0, le=1.0, allow_inf_nan=False)
     semantic_slope: float = Field(default=10.0, gt=0.0, le=100.0, allow_inf_nan=False)
-    # ... or-ed with a curve of how far it stands out of the query's candidates' cosines
-    # (its z-score among them): the model's own clear choice, whatever its absolute cosine.
-    standout_midpoint: float = Field(default=2.0, ge=-10.0, le=10.0, allow_inf_nan=False)
-    standout_slope: float = Field(default=4.0, gt=0.0, le=100.0, allow_inf_nan=False)
-    # BM25's evidence is its score over the query's best hit's plus lexical_knee rare words'
-    # worth (scoring.lexical_evidence); the match is (1 - lexical_weight)·cosine's evidence
+    # ... or-ed with exp(-behind / semantic_closeness), behind = the query's best cosine among
+    # its candidates minus this one's: the model's own first choice, whatever its cosine.
+    semantic_closeness: float = Field(default=0.02, gt=0.0, le=1.0, allow_inf_nan=False)
+    # BM25's evidence is its score over the query's best hit's plus a knee of rare words'
+    # worth, lexical_knee + lexical_knee_per_word per content word of the query
+    # (scoring.lexical_evidence); the match is (1 - lexical_weight)·cosine's evidence
     # + lexical_weight·BM25's.
-    lexical_knee: float = Field(default=2.0, gt=0.0, le=100.0, allow_inf_nan=False)
+    lexical_knee: float = Field(default=1.0, gt=0.0, le=100.0, allow_inf_nan=False)
+    lexical_knee_per_word: float = Field(default=0.2, ge=0.0, le=10.0, allow_inf_nan=False)
     lexical_weight: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
     # How much an adjacent item's match (same source and iteration, stored next to it)
     # counts towards this item's: an answer is often the turn after the question.
@@ -83,6 +84,13 @@ class ScoringSettings(Section):
                     "lexical_share: cosine and BM25 no longer share the match by fixed parts; "
                     "each is evidence on its own scale (semantic_midpoint, semantic_slope, "
                     "lexical_knee) joined by lexical_weight (README: Relevance)"
+                )
+            standout = sorted(set(data) & {"standout_midpoint", "standout_slope"})
+            if standout:
+                raise ValueError(
+                    f"{', '.join(standout)}: cosine's relative evidence is no longer its "
+                    "standout among the candidates but how close it comes to the best of "
+                    "them; use semantic_closeness (docs/mcp.md#relevance)"
                 )
             old = sorted(set(data) & _ADDITIVE_WEIGHTS)
             if old:

@@ -19,7 +19,8 @@ from lancedb.query import MatchQuery
 from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.packs.tables import PackTable
-from ralph_context.retrieval.scoring import lexical_evidence, match_strength
+from ralph_context.retrieval.candidate_pool import query_words
+from ralph_context.retrieval.scoring import lexical_evidence, match_strength, query_knee
 from ralph_context.storage.vectors import vector_list, vector_matrix
 
 __all__ = ["Hit", "hybrid_search", "vector_search"]
@@ -84,8 +85,9 @@ def hybrid_search(
     lexical_hits = text_search(table, text, column, condition=condition, limit=pool)
     rows = float(table.table.count_rows()) if lexical_hits else 1.0
     best = max((score for _, score, _ in lexical_hits), default=0.0)
+    knee = float(query_knee(float(query_words(text)), weights))
     lexical = {
-        row["id"]: float(lexical_evidence(score, best, rows, weights.lexical_knee))
+        row["id"]: float(lexical_evidence(score, best, rows, knee))
         for row, score, _ in lexical_hits
     }
     if vector is None:

@@ -10,7 +10,7 @@ from ralph_context._logging import get_logger
 from ralph_context.actors.storage import StorageActor, VectorHit
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import StoreError
-from ralph_context.retrieval.candidate_pool import standing_out
+from ralph_context.retrieval.candidate_pool import ranked_behind
 from ralph_context.retrieval.scoring import Candidate
 from ralph_context.storage.filters import ItemFilter
 
@@ -50,4 +50,4 @@ def archived_candidates(
     # No lexical part (None, not 0): the archive has no full-text index, so its items
     # are matched by cosine alone rather than marked as sharing no word with the query.
     found = [Candidate(item, sim, vec, None) for item, sim, vec in hits if item.id not in live]
-    return standing_out(found, pool)
+    return ranked_behind(found, pool)

@@ -1,5 +1,6 @@
 """The candidate pool of a retrieval: how the two halves' hits become candidates (exact
-cosine, BM25's evidence from ``scoring.lexical_evidence``, standout among the pool), which
+cosine, BM25's evidence from ``scoring.lexical_evidence``, how far behind the pool's best
+cosine each is), which
 candidates the similarity gate lets in, and how a candidate's neighbours' match is found.
 Pure functions of hits, apart from ``retriever.py``, which runs the searches that produce
 them.
@@ -16,7 +17,13 @@ from ralph_context.actors.storage import TextHit, VectorHit
 from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
-from ralph_context.retrieval.scoring import Candidate, lexical_evidence, match_strength, standouts
+from ralph_context.retrieval.scoring import (
+    Candidate,
+    lexical_evidence,
+    match_strength,
+    query_knee,
+)
+from ralph_context.retrieval.words import content_words
 from ralph_context.storage.threads import place
 
 __all__ = [
@@ -29,7 +36,8 @@ __all__ = [
     "lexical_scores",
     "passes_gate",
     "pool_of",
-    "standing_out",
+    "query_words",
+    "ranked_behind",
     "with_neighbour_match",
 ]
 
@@ -45,7 +53,7 @@ NEIGHBOUR_SEEDS = 5
 # code the embedding dilutes).
 LEXICAL_PASS = 0.5
 # Pools are drawn as for at least this many items, however few are asked for: a candidate's
-# standout is measured against its pool, and the best of 4 says little. Asking for 1 item or
+# cosine is measured against its pool's best, and the best of 4 says little. Asking for 1 item or
 # for 10 then ranks the same way (the top 1 of each is the same item).
 POOL_ITEMS_AT_LEAST = 10
 # The full-text half only adds what embeddings miss (exact names, codes, error strings): its
@@ -77,14 +85,16 @@ def pool_of(
     *,
     rows: int,
     weights: ScoringSettings,
+    text: str,
 ) -> list[Candidate]:
     """Union of both halves by id, each with its exact cosine similarity to the query and
-    its BM25 evidence in a store of ``rows`` items (0 for items only the vector half found).
+    its BM25 evidence for the query ``text`` in a store of ``rows`` items (0 for items only
+    the vector half found).
 
     Full-text hits stored without a vector cannot be compared and are left out here; the text
     rung still finds them.
     """
-    lexical = lexical_scores(text_hits, rows, weights)
+    lexical = lexical_scores(text_hits, rows, weights, text)
     pool: dict[str, Candidate] = {
         item.id: Candidate(item, similarity, vector, lexical.get(item.id, 0.0))
         for item, similarity, vector in vector_hits
@@ -94,14 +104,19 @@ def pool_of(
         if item.id not in pool and vector is not None:
             pool[item.id] = Candidate(item, float(vector @ probe), vector, lexical[item.id])
     members = list(pool.values())
-    return standing_out(members, members)
+    return ranked_behind(members, members)
 
 
-def standing_out(candidates: Sequence[Candidate], pool: Sequence[Candidate]) -> list[Candidate]:
-    """``candidates`` with their standout among ``pool``'s cosines (``scoring.standouts``):
-    how clearly the model itself prefers each to the rest of what the query found."""
-    mean, spread = standouts([c.similarity for c in pool])
-    return [replace(c, standout=(c.similarity - mean) / spread) for c in candidates]
+def ranked_behind(candidates: Sequence[Candidate], pool: Sequence[Candidate]) -> list[Candidate]:
+    """``candidates`` with how far each cosine is behind the best of ``pool``'s: how near
+    each comes to the model's own first choice among what the query found."""
+    best = max((c.similarity for c in pool), default=-1.0)
+    return [replace(c, behind=max(best - c.similarity, 0.0)) for c in candidates]
+
+
+def query_words(text: str) -> int:
+    """How many content words the query has (``retrieval.words``), for BM25's knee."""
+    return len(content_words(text))
 
 
 def passes_gate(candidate: Candidate, min_similarity: float) -> bool:
@@ -118,9 +133,7 @@ def with_neighbour_match(
     """Each candidate with ``neighbour`` set to the best own match among the candidates
     stored right before and after it in its thread (``storage.threads.place``)."""
     own = {
-        at: match_strength(
-            c.similarity, c.lexical, weights, text_tier=text_tier, standout=c.standout
-        )
+        at: match_strength(c.similarity, c.lexical, weights, text_tier=text_tier, behind=c.behind)
         for c in pool
         if (at := place(c.item)) is not None
     }
@@ -136,11 +149,13 @@ def with_neighbour_match(
     return found
 
 
-def lexical_scores(hits: list[TextHit], rows: int, weights: ScoringSettings) -> dict[str, float]:
-    """Each hit's BM25 evidence (``scoring.lexical_evidence``) in a store of ``rows`` items,
-    by item id."""
+def lexical_scores(
+    hits: list[TextHit], rows: int, weights: ScoringSettings, text: str
+) -> dict[str, float]:
+    """Each hit's BM25 evidence (``scoring.lexical_evidence``) in a store of ``rows`` items
+    for the query ``text`` (its knee from its content words), by item id."""
     best = max((score for _, score, _ in hits), default=0.0)
+    knee = float(query_knee(float(query_words(text)), weights))
     return {
-        item.id: float(lexical_evidence(score, best, float(rows), weights.lexical_knee))
-        for item, score, _ in hits
+        item.id: float(lexical_evidence(score, best, float(rows), knee)) for item, score, _ in hits
     }

@@ -7,8 +7,8 @@ pooled item gets its exact cosine similarity. Candidates less similar than
 ``retrieval.min_similarity`` are not considered. The rest are scored by the relevance formula
 (scoring actor), cut at ``min_score`` and fitted to the token budget.
 
-Text rung (no model, or the semantic rung failed): BM25's evidence alone
-(``scoring.lexical_evidence``) in place of cosine (the breakdown calls it ``lexical``).
+Text rung (no model, or the semantic rung failed): BM25's evidence alone in place of cosine
+(the breakdown calls it ``lexical``).
 
 On both rungs, the items stored right before and after the best full-text hits (same source
 and iteration) join the pool, and each candidate's best neighbour's match counts towards its
@@ -45,7 +45,7 @@ from ralph_context.retrieval.candidate_pool import (
     lexical_scores,
     passes_gate,
     pool_of,
-    standing_out,
+    ranked_behind,
     with_neighbour_match,
 )
 from ralph_context.retrieval.scoring import Candidate, Ranking, Scored, item_tokens, rank
@@ -53,8 +53,7 @@ from ralph_context.retrieval.scoring_actor import ScoringActor
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.threads import place
 
-# Candidates, the factors and the pool's functions are re-exported: evaluations name them
-# from here, beside the Retriever that uses them.
+# Re-exported: evaluations name the pool's parts from here, beside the Retriever using them.
 __all__ = [
     "CANDIDATE_FACTOR",
     "LEXICAL_FACTOR",
@@ -142,7 +141,7 @@ class Retriever:
         halves = await self._halves(
             text, limit, limit if text_limit is None else text_limit, where, NEIGHBOUR_SEEDS, 0
         )
-        pool = self._pool(halves)
+        pool = self._pool(halves, text)
         gate = self.settings.retrieval.min_similarity
         passing = [c for c in pool if passes_gate(c, gate)]
         members = {c.item.id for c in pool}
@@ -165,7 +164,7 @@ class Retriever:
             self._seeds(depth),
             query.max_items,
         )
-        pool = self._pool(halves)
+        pool = self._pool(halves, query.text)
         below = self.settings.retrieval.archive_search_below
         pool += archived_candidates(pool, halves.archived, below)
         gate = self.settings.retrieval.min_similarity
@@ -184,13 +183,14 @@ class Retriever:
             search_ms=(finished - started) * 1000 - halves.embed_ms,
         )
 
-    def _pool(self, halves: _Halves) -> list[Candidate]:
+    def _pool(self, halves: _Halves, text: str) -> list[Candidate]:
         return pool_of(
             halves.vector,
             halves.vector_hits,
             halves.text_hits,
             rows=self.storage.searched_rows,
             weights=self.settings.scoring,
+            text=text,
         )
 
     async def _halves(
@@ -254,10 +254,10 @@ class Retriever:
 
     async def _text(self, query: Query, reason: str | None) -> RetrievalResult:
         started = time.perf_counter()
-        hits = await self.storage.text_search(
-            query.text, query.max_items * CANDIDATE_FACTOR, query.where
-        )
-        lexical = lexical_scores(hits, self.storage.searched_rows, self.settings.scoring)
+        limit = query.max_items * CANDIDATE_FACTOR
+        hits = await self.storage.text_search(query.text, limit, query.where)
+        scoring, rows = self.settings.scoring, self.storage.searched_rows
+        lexical = lexical_scores(hits, rows, scoring, query.text)
         pool = [Candidate(item, lexical[item.id], vector) for item, _, vector in hits]
         threaded = [item for item, _, _ in hits if place(item)][: self._seeds(query.max_items)]
         if threaded:
@@ -296,7 +296,7 @@ class Retriever:
         A fetched neighbour joins only if it passes the similarity gate itself: an unrelated
         item stored next to a strong match (two notes stored one after the other) must not
         ride on it. On LoCoMo this costs no recall (the answers pass the gate). A fetched
-        neighbour's standout is measured among ``among``, the query's whole pool.
+        neighbour's cosine is measured against the best of ``among``, the query's whole pool.
         """
         if self.settings.scoring.neighbour_share <= 0:
             return pool
@@ -314,7 +314,7 @@ class Retriever:
             if item.id not in known and (probe is None or vector is not None)
         ]
         if probe is not None:
-            extra = standing_out(extra, among)
+            extra = ranked_behind(extra, among)
         scored = with_neighbour_match(
             [*pool, *extra], self.settings.scoring, text_tier=probe is None
         )

@@ -4,11 +4,11 @@ relevance = match · recency · feedback · type, each factor from ``scoring`` i
 
 - match (0-1), how well the item answers the query. Its own match is
   ``m = (1 - w)·S + w·L`` (:func:`own_match`, ``w`` = ``lexical_weight``): ``S`` cosine's
-  evidence (:func:`semantic_evidence`: a logistic curve of the cosine or-ed with one of how
-  far it stands out of the query's candidates), ``L`` BM25's (:func:`lexical_evidence`: its
-  score over the query's best hit plus ``lexical_knee`` rare words' worth; 0 if the
-  full-text half did not find it); ``S`` alone for an archived item (no full-text index),
-  ``L`` alone on the text tier (no model). An adjacent item (same source
+  evidence (:func:`semantic_evidence`: a logistic curve of the cosine or-ed with how close
+  it comes to the query's best cosine), ``L`` BM25's (:func:`lexical_evidence`: its score
+  over the query's best hit plus a knee of rare words' worth that grows with the query's
+  length; 0 if the full-text half did not find it); ``S`` alone for an archived item (no
+  full-text index), ``L`` alone on the text tier (no model). An adjacent item (same source
   and iteration, stored right before or after it) adds its evidence as a noisy-or:
   ``match = 1 - (1 - m)·(1 - g·n)``, ``n`` the better neighbour's own match, ``g`` =
   ``neighbour_share``. A question's answer is often the turn after it; a failing test's
@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem, ContextType
+from ralph_context.retrieval.tokens import estimate_tokens, item_tokens
 
 __all__ = [
     "NEAR_DUPLICATE",
@@ -60,11 +61,11 @@ __all__ = [
     "lexical_evidence",
     "match_strength",
     "own_match",
+    "query_knee",
     "rank",
     "recency",
     "relevance",
     "semantic_evidence",
-    "standouts",
     "type_match",
 ]
 
@@ -72,11 +73,6 @@ NEAR_DUPLICATE = 0.95
 # Skills age at this fraction of recency_decay: not at all (the fit agrees: loop MRR 0.859 ->
 # 0.863 at the chosen weights, LoCoMo unchanged).
 SKILL_DECAY_RATIO = 0.0
-# Prompt tokens per character for English text and code; the consumer's LLM tokenizer is
-# unknown here, and ~4 characters a token is the usual estimate.
-CHARS_PER_TOKEN = 4
-# "### [ITERATION]" plus the blank line around a block, as the Ralph hook renders it.
-HEADER_TOKENS = 6
 
 # A float or an array of them: the fitting script scores whole pools at once with the very
 # functions the engine uses one candidate at a time.
@@ -151,7 +147,7 @@ def relevance(
     match: str = "semantic",
     lexical: float | None = None,
     neighbour: float = 0.0,
-    standout: float = 0.0,
+    behind: float = math.inf,
 ) -> Scored:
     """Score one candidate; ``now`` is the current iteration (the lifecycle clock).
 
@@ -163,9 +159,7 @@ def relevance(
     factors = {match: _unit(similarity)}
     if lexical is not None:
         factors["lexical"] = _unit(lexical)
-    own = match_strength(
-        similarity, lexical, weights, text_tier=match != "semantic", standout=standout
-    )
+    own = match_strength(similarity, lexical, weights, text_tier=match != "semantic", behind=behind)
     combined = contextual_match(own, _unit(neighbour), weights.neighbour_share)
     rate = weights.recency_decay * (
         SKILL_DECAY_RATIO if item.content_type is ContextType.SKILL else 1
@@ -185,21 +179,30 @@ def relevance(
     return Scored(item, score, factors, vector)
 
 
-def semantic_evidence(cosine: F, standout: F | float, w: ScoringSettings) -> F:
-    """How surely cosine says "this answers it", 0-1: a noisy-or of two logistic curves,
-    one of the cosine itself around ``semantic_midpoint`` and one of how far it stands out
-    of the query's candidates (its z-score among them, :func:`standouts`) around
-    ``standout_midpoint``.
+def semantic_evidence(cosine: F, behind: F | float, w: ScoringSettings) -> F:
+    """How surely cosine says "this answers it", 0-1: a noisy-or of a logistic curve of the
+    cosine itself around ``semantic_midpoint`` and of how close it comes to the best cosine
+    among the query's candidates, ``exp(-behind / semantic_closeness)``, ``behind`` that
+    best minus its own (:func:`behind_best`).
 
     Cosine's scale is the model's and the query's: MiniLM puts unrelated sentences at
     0.0-0.15 and a question asked in other words than its answer at 0.25-0.5, and some
-    queries lift every candidate. An item that clearly stands out of its query's pool is the
-    model's own clear choice whatever the absolute value; the absolute curve still carries
-    a strong cosine in a store too small for a spread to mean anything.
+    queries lift every candidate. The model's own first choice (and a near tie with it) is
+    strong evidence whatever the absolute value; the absolute curve still carries a strong
+    cosine that is not the first. Fitted against the former relative curve, the candidate's
+    z-score among the pool, which saturated for every candidate that stood out at all: a
+    paraphrase's answer at cosine 0.45 then weighed as much as a decoy at 0.34 that shared
+    one word with the question, and the decoy won (benchmarks/retrieval/fit.py).
     """
     absolute = _logistic(cosine, w.semantic_midpoint, w.semantic_slope)
-    relative = _logistic(standout, w.standout_midpoint, w.standout_slope)
+    relative = _closeness(behind, w.semantic_closeness)
     return 1 - (1 - absolute) * (1 - relative)
+
+
+def _closeness(behind: F | float, scale: float) -> F:
+    if isinstance(behind, float):  # one candidate: math, as in _decay (exp(-inf) is 0)
+        return math.exp(-max(behind, 0.0) / scale)  # type: ignore[return-value, unused-ignore]
+    return np.exp(-np.maximum(behind, 0.0) / scale)  # type: ignore[no-any-return, unused-ignore]
 
 
 def _logistic(value: F | float, midpoint: float, slope: float) -> F:
@@ -211,28 +214,27 @@ def _logistic(value: F | float, midpoint: float, slope: float) -> F:
     return 1 / (1 + np.exp(clipped))  # type: ignore[no-any-return, unused-ignore]
 
 
-def standouts(cosines: Sequence[float]) -> tuple[float, float]:
-    """The mean and spread (standard deviation, at least 0.01) of a query's candidates'
-    cosines: a candidate's standout is ``(cosine - mean) / spread``."""
-    if not cosines:
-        return 0.0, 1.0
-    values = np.asarray(cosines, dtype=np.float64)
-    return float(values.mean()), max(float(values.std()), 0.01)
-
-
-def lexical_evidence(bm25: F, best: F | float, items: F | float, knee: float) -> F:
+def lexical_evidence(bm25: F, best: F | float, items: F | float, knee: F | float) -> F:
     """How surely BM25 says "this answers it", 0-1: ``bm25 / (best + knee·idf₁(items))``,
-    ``best`` the query's best BM25 and ``idf₁`` the BM25 weight of a word found in one item
-    of ``items``.
+    ``best`` the query's best BM25, ``idf₁`` the BM25 weight of a word found in one item
+    of ``items`` and ``knee`` the query's (:func:`query_knee`: more for a longer query).
 
     Relative to the best hit, as BM25 is only comparable within one query, but the best hit
     itself counts fully only when it holds several of the query's rare words: one rare word
-    makes it ``1 / (1 + knee)``, one word in every tenth item about a third of that. Dividing
-    by the best hit alone gave any item sharing one common word with the query the whole
-    lexical share whenever nothing shared more, outweighing a paraphrase that shares none.
+    of a five-word question makes it ``1 / (1 + knee)``, one word in every tenth item about
+    a third of that. Dividing by the best hit alone gave any item sharing one common word
+    with the query the whole lexical share whenever nothing shared more, outweighing a
+    paraphrase that shares none.
     """
     floor = knee * _rare_word_weight(items)
     return np.maximum(bm25, 0.0) / (np.maximum(best, 0.0) + floor)  # type: ignore[no-any-return]
+
+
+def query_knee(words: F | float, w: ScoringSettings) -> F | float:
+    """The knee of a query of ``words`` content words (``retrieval.words``):
+    ``lexical_knee + lexical_knee_per_word·words``. One shared word is a smaller part of
+    a long question than of a short one."""
+    return w.lexical_knee + w.lexical_knee_per_word * words
 
 
 def _rare_word_weight(items: F | float) -> F | float:
@@ -256,7 +258,7 @@ def match_strength(
     weights: ScoringSettings,
     *,
     text_tier: bool = False,
-    standout: float = 0.0,
+    behind: float = math.inf,
 ) -> float:
     """A candidate's own match: on the semantic tier :func:`own_match` of its cosine's and
     its BM25's evidence, or its cosine's alone when no full-text half searched it (archived
@@ -264,7 +266,7 @@ def match_strength(
     text tier ``similarity`` already is the BM25 evidence."""
     if text_tier:
         return _unit(similarity)
-    semantic = semantic_evidence(similarity, standout, weights)
+    semantic = semantic_evidence(similarity, behind, weights)
     if lexical is None:
         return float(semantic)
     return float(own_match(semantic, _unit(lexical), weights.lexical_weight))
@@ -272,16 +274,6 @@ def match_strength(
 
 def _unit(value: float) -> float:
     return min(max(value, 0.0), 1.0)
-
-
-def item_tokens(item: ContextItem) -> int:
-    """Tokens an item costs once injected: its text plus the ``### [TYPE]`` header line."""
-    return estimate_tokens(item.content) + HEADER_TOKENS
-
-
-def estimate_tokens(text: str) -> int:
-    """Prompt tokens ``text`` will cost, estimated from its length (at least 1)."""
-    return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
 
 
 def fit_budget(
@@ -344,8 +336,8 @@ class Candidate:
     lexical: float | None = None
     # The best own match of an adjacent item (same source and iteration), 0 if none.
     neighbour: float = 0.0
-    # How far its cosine stands out of the query's candidates' (a z-score; 0 = typical).
-    standout: float = 0.0
+    # How far its cosine is behind the best of the query's candidates (inf: not measured).
+    behind: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -389,7 +381,7 @@ def rank(
             match=match,
             lexical=c.lexical,
             neighbour=c.neighbour,
-            standout=c.standout,
+            behind=c.behind,
         )
         for c in candidates
     ]

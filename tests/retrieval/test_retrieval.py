@@ -9,7 +9,8 @@ import pytest
 
 from ralph_context import Engine, NewItem
 from ralph_context.config import ScoringSettings
-from ralph_context.retrieval.scoring import item_tokens, semantic_evidence
+from ralph_context.retrieval.scoring import item_tokens, query_knee, semantic_evidence
+from ralph_context.retrieval.words import content_words
 from tests.helpers import Loader, SettingsFactory, advance
 
 QUERY = "API server crashes with missing table errors at startup"
@@ -167,16 +168,17 @@ async def test_the_match_mixes_cosine_with_bm25_of_the_query_words(
             result = await engine.search(query, min_score=0.0)
     by_id = {hit.item.id: hit for hit in result.items}
     # Only the literal item shares words with the query ("DB", "credentials"): it is the
-    # full-text half's best hit, with two of the query's rare words (evidence 2 / (2 + knee)
-    # give or take BM25's length norm); the paraphrase comes from the vector half alone.
-    assert 0.5 < by_id[literal.id].breakdown["lexical"] < 1.0
+    # full-text half's best hit, with two of the query's rare words (evidence 2 / (2 + knee),
+    # the knee growing with the query's six content words, give or take BM25's length norm);
+    # the paraphrase comes from the vector half alone.
+    knee = float(query_knee(float(len(content_words(query))), WEIGHTS))
+    assert by_id[literal.id].breakdown["lexical"] == pytest.approx(2 / (2 + knee), abs=0.1)
     assert by_id[paraphrase.id].breakdown["lexical"] == 0.0
     for hit in result.items:
         factors = hit.breakdown
-        # Two candidates: each stands one spread from their mean, the closer one above.
+        # Two candidates: each measured against the closer one's cosine.
         closest = max(h.breakdown["semantic"] for h in result.items)
-        standout = 1.0 if factors["semantic"] == closest else -1.0
-        semantic = semantic_evidence(factors["semantic"], standout, WEIGHTS)
+        semantic = semantic_evidence(factors["semantic"], closest - factors["semantic"], WEIGHTS)
         weight = WEIGHTS.lexical_weight
         match = (1 - weight) * semantic + weight * factors["lexical"]
         assert factors["match"] == pytest.approx(match)  # no source given: no neighbours

@@ -10,7 +10,6 @@ import pytest
 from ralph_context.config import ScoringSettings
 from ralph_context.models import ContextItem, ContextType
 from ralph_context.retrieval.scoring import (
-    HEADER_TOKENS,
     Candidate,
     Scored,
     combine,
@@ -19,25 +18,26 @@ from ralph_context.retrieval.scoring import (
     item_tokens,
     lexical_evidence,
     match_strength,
+    query_knee,
     rank,
     recency,
     relevance,
     semantic_evidence,
-    standouts,
     type_match,
 )
+from ralph_context.retrieval.tokens import HEADER_TOKENS
 from tests.helpers import unit
 
 # Fixed here, not the defaults (which the fit may move): the hand-computed values below use
-# cosine's evidence 1 / (1 + exp(-10·(cosine - 0.5))) (no standout: a midpoint out of reach),
-# lexical weight 0.4 and knee 1,
+# cosine's evidence 1 / (1 + exp(-10·(cosine - 0.5))) (for a candidate not measured against
+# the query's best), lexical weight 0.4 and knee 1 (none per word),
 # neighbour 0.5, floor 0.85, decay 0.1, boost 0.3 and type penalty 0.2.
 WEIGHTS = ScoringSettings(
     semantic_midpoint=0.5,
     semantic_slope=10.0,
-    standout_midpoint=10.0,
-    standout_slope=100.0,
+    semantic_closeness=0.05,
     lexical_knee=1.0,
+    lexical_knee_per_word=0.0,
     lexical_weight=0.4,
     neighbour_share=0.5,
     recency_floor=0.85,
@@ -120,21 +120,36 @@ def test_semantic_tier_weighs_cosines_evidence_against_bm25s() -> None:
 
 
 def test_cosines_evidence_is_a_logistic_curve_around_its_midpoint() -> None:
-    assert semantic_evidence(0.5, 0.0, WEIGHTS) == pytest.approx(0.5)
-    assert semantic_evidence(0.8, 0.0, WEIGHTS) == pytest.approx(sigma(0.8))
-    assert semantic_evidence(0.0, 0.0, WEIGHTS) < 0.01 < 0.99 < semantic_evidence(1.0, 0.0, WEIGHTS)
+    far = math.inf  # not measured against the query's best
+    assert semantic_evidence(0.5, far, WEIGHTS) == pytest.approx(0.5)
+    assert semantic_evidence(0.8, far, WEIGHTS) == pytest.approx(sigma(0.8))
+    assert semantic_evidence(0.0, far, WEIGHTS) < 0.01 < 0.99 < semantic_evidence(1.0, far, WEIGHTS)
 
 
-def test_a_cosine_that_stands_out_of_its_querys_candidates_is_strong_evidence() -> None:
-    w = WEIGHTS.model_copy(update={"standout_midpoint": 2.0, "standout_slope": 4.0})
-    # A low cosine (0.3) that is the model's clear choice, 3 spreads above the rest...
-    clear = semantic_evidence(0.3, 3.0, w)
-    assert clear == pytest.approx(1 - (1 - sigma(0.3)) * (1 - 1 / (1 + math.exp(-4.0))))
-    # ... outweighs a higher one lost among equals.
-    assert clear > semantic_evidence(0.45, 0.0, w)
-    mean, spread = standouts([0.1, 0.1, 0.1, 0.5])
-    assert (0.5 - mean) / spread == pytest.approx(math.sqrt(3))
-    assert standouts([0.2]) == (0.2, 0.01)  # no spread to measure: a floor, not a division by 0
+def test_the_models_own_first_choice_is_strong_evidence_whatever_its_cosine() -> None:
+    w = WEIGHTS.model_copy(update={"semantic_closeness": 0.02})
+    # A low cosine (0.3) that is the best of the query's candidates...
+    first = semantic_evidence(0.3, 0.0, w)
+    assert first == pytest.approx(1.0)
+    # ... outweighs a higher absolute cosine that others beat by 0.1.
+    assert first > semantic_evidence(0.45, 0.1, w)
+    # A near tie keeps much of it, one 0.02 behind keeps 1/e of it (or-ed with the curve).
+    assert semantic_evidence(0.28, 0.02, w) == pytest.approx(
+        1 - (1 - sigma(0.28)) * (1 - math.exp(-1.0))
+    )
+    # A candidate ahead of the pool's best (a fetched neighbour) counts as the best, no more.
+    assert semantic_evidence(0.3, -0.05, w) == pytest.approx(1.0)
+
+
+def test_a_longer_query_has_a_higher_knee() -> None:
+    w = WEIGHTS.model_copy(update={"lexical_knee": 1.0, "lexical_knee_per_word": 0.2})
+    assert query_knee(0.0, w) == pytest.approx(1.0)
+    assert query_knee(10.0, w) == pytest.approx(3.0)
+    rare = math.log(1 + 99.5 / 1.5)
+    # One rare word shared with a three-word question weighs more than with a ten-word one.
+    short = lexical_evidence(rare, rare, 100.0, query_knee(3.0, w))
+    long = lexical_evidence(rare, rare, 100.0, query_knee(10.0, w))
+    assert short == pytest.approx(1 / 2.6) and long == pytest.approx(1 / 4)
 
 
 def test_bm25s_evidence_counts_the_best_hit_fully_only_when_it_holds_several_rare_words() -> None:
@@ -193,7 +208,7 @@ def test_combine_scores_arrays_exactly_as_relevance_scores_one_item() -> None:
         relevance(item(iteration=100 - age, usefulness=u), m, now=100, requested=[], weights=w)
         for m, age, u in rows
     ]
-    evidence = semantic_evidence(np.array([r[0] for r in rows]), 0.0, w)
+    evidence = semantic_evidence(np.array([r[0] for r in rows]), math.inf, w)
     together = combine(
         evidence,
         np.array([float(r[1]) for r in rows]),
