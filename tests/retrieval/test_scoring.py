@@ -324,3 +324,10 @@ def test_text_tier_breakdown_names_its_match_lexical() -> None:
         "feedback",
         "type_match",
     }
+
+
+def test_the_former_standout_settings_are_refused_with_the_new_name() -> None:
+    with pytest.raises(ValueError, match=r"standout_midpoint.*semantic_closeness"):
+        ScoringSettings.model_validate({"standout_midpoint": 2.0})
+    with pytest.raises(ValueError, match=r"standout_slope.*semantic_closeness"):
+        ScoringSettings.model_validate({"standout_slope": 4.0})
