@@ -1,9 +1,8 @@
 """The candidate pool of a retrieval: how the two halves' hits become candidates (exact
 cosine, BM25's evidence from ``scoring.lexical_evidence``, how far behind the pool's best
-cosine each is), which
-candidates the similarity gate lets in, and how a candidate's neighbours' match is found.
-Pure functions of hits, apart from ``retriever.py``, which runs the searches that produce
-them.
+cosine each is), which candidates the similarity gate lets in, and how a candidate's
+neighbours' match is found. Pure functions of hits, apart from ``retriever.py``, which runs
+the searches that produce them.
 """
 
 from __future__ import annotations
@@ -17,12 +16,7 @@ from ralph_context.actors.storage import TextHit, VectorHit
 from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
-from ralph_context.retrieval.scoring import (
-    Candidate,
-    lexical_evidence,
-    match_strength,
-    query_knee,
-)
+from ralph_context.retrieval.scoring import Candidate, lexical_evidence, match_strength, query_knee
 from ralph_context.retrieval.words import content_words
 from ralph_context.storage.threads import place
 
@@ -53,8 +47,8 @@ NEIGHBOUR_SEEDS = 5
 # code the embedding dilutes).
 LEXICAL_PASS = 0.5
 # Pools are drawn as for at least this many items, however few are asked for: a candidate's
-# cosine is measured against its pool's best, and the best of 4 says little. Asking for 1 item or
-# for 10 then ranks the same way (the top 1 of each is the same item).
+# cosine is measured against its pool's best, and the best of 4 says little. Asking for 1
+# item or for 10 then ranks the same way (the top 1 of each is the same item).
 POOL_ITEMS_AT_LEAST = 10
 # The full-text half only adds what embeddings miss (exact names, codes, error strings): its
 # top 2·k are plenty, and at 100k items 40 full-text hits cost ~30% more than 20.
