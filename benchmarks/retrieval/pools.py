@@ -72,7 +72,6 @@ class Pool:
     labels: tuple[frozenset[int], ...]  # per answer group: candidate indices in it
     evidence: int  # groups to find (0: nothing answers the query, an abstention)
     query: str = ""  # the question asked (for features of its words)
-    texts: tuple[str, ...] = ()  # each candidate's content, in candidate order
 
 
 def open_settings(store: Path) -> Settings:
@@ -128,7 +127,6 @@ def to_pool(
         ),
         evidence=evidence,
         query=query,
-        texts=tuple(c.item.content for c in candidates),
     )
 
 

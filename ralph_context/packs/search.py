@@ -2,8 +2,8 @@
 
 Same recipe as the context store (``retrieval/retriever.py``): a vector half ranked by exact cosine
 computed here from the returned vectors, a BM25 half as evidence on its absolute scale
-(``scoring.lexical_evidence``), and the context store's own match (``scoring.match_strength``)
-when both are present.
+(``candidate_pool.bm25_evidence``, as the store weighs it), and the context store's own
+match (``scoring.match_strength``) when both are present.
 With no query vector (model unavailable) only the BM25 half runs: degraded, never failing.
 """
 
@@ -19,8 +19,8 @@ from lancedb.query import MatchQuery
 from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.packs.tables import PackTable
-from ralph_context.retrieval.candidate_pool import query_words
-from ralph_context.retrieval.scoring import lexical_evidence, match_strength, query_knee
+from ralph_context.retrieval.candidate_pool import bm25_evidence
+from ralph_context.retrieval.scoring import match_strength
 from ralph_context.storage.vectors import vector_list, vector_matrix
 
 __all__ = ["Hit", "hybrid_search", "vector_search"]
@@ -84,12 +84,8 @@ def hybrid_search(
     pool = limit * 4
     lexical_hits = text_search(table, text, column, condition=condition, limit=pool)
     rows = float(table.table.count_rows()) if lexical_hits else 1.0
-    best = max((score for _, score, _ in lexical_hits), default=0.0)
-    knee = float(query_knee(float(query_words(text)), weights))
-    lexical = {
-        row["id"]: float(lexical_evidence(score, best, rows, knee))
-        for row, score, _ in lexical_hits
-    }
+    evidence = bm25_evidence([score for _, score, _ in lexical_hits], rows, weights, text)
+    lexical = {row["id"]: value for (row, _, _), value in zip(lexical_hits, evidence, strict=True)}
     if vector is None:
         hits = [
             Hit(row, None, lexical[row["id"]], lexical[row["id"]]) for row, _, _ in lexical_hits

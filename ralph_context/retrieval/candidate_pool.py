@@ -27,6 +27,7 @@ __all__ = [
     "NEIGHBOUR_SEEDS",
     "POOL_ITEMS_AT_LEAST",
     "Candidates",
+    "bm25_evidence",
     "lexical_scores",
     "passes_gate",
     "pool_of",
@@ -146,10 +147,18 @@ def with_neighbour_match(
 def lexical_scores(
     hits: list[TextHit], rows: int, weights: ScoringSettings, text: str
 ) -> dict[str, float]:
-    """Each hit's BM25 evidence (``scoring.lexical_evidence``) in a store of ``rows`` items
-    for the query ``text`` (its knee from its content words), by item id."""
-    best = max((score for _, score, _ in hits), default=0.0)
+    """Each hit's BM25 evidence (:func:`bm25_evidence`) in a store of ``rows`` items for the
+    query ``text``, by item id."""
+    evidence = bm25_evidence([score for _, score, _ in hits], float(rows), weights, text)
+    return {item.id: value for (item, _, _), value in zip(hits, evidence, strict=True)}
+
+
+def bm25_evidence(
+    scores: Sequence[float], rows: float, weights: ScoringSettings, text: str
+) -> list[float]:
+    """The BM25 evidence (``scoring.lexical_evidence``) of each of one query's raw full-text
+    ``scores`` in a table of ``rows`` rows, its knee from the query ``text``'s content words:
+    the context store's retrieval and the tool packs' search weigh words alike."""
+    best = max(scores, default=0.0)
     knee = float(query_knee(float(query_words(text)), weights))
-    return {
-        item.id: float(lexical_evidence(score, best, float(rows), knee)) for item, score, _ in hits
-    }
+    return [float(lexical_evidence(score, best, rows, knee)) for score in scores]

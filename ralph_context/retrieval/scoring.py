@@ -183,7 +183,7 @@ def semantic_evidence(cosine: F, behind: F | float, w: ScoringSettings) -> F:
     """How surely cosine says "this answers it", 0-1: a noisy-or of a logistic curve of the
     cosine itself around ``semantic_midpoint`` and of how close it comes to the best cosine
     among the query's candidates, ``exp(-behind / semantic_closeness)``, ``behind`` that
-    best minus its own (:func:`behind_best`).
+    best minus its own (``candidate_pool.ranked_behind``).
 
     Cosine's scale is the model's and the query's: MiniLM puts unrelated sentences at
     0.0-0.15 and a question asked in other words than its answer at 0.25-0.5, and some
