@@ -27,6 +27,9 @@ question more; a minute or two to fit again with ``--reuse``)::
     python -m benchmarks.retrieval.fit --locomo ../shared/datasets/locomo/locomo_dev.json \\
         [--longmemeval ../shared/datasets/longmemeval/longmemeval_s_dev70.json.gz] \\
         --out benchmarks/retrieval/fit
+
+or, with the LongMemEval pools that ``bench retrieval --data <LongMemEval file>`` saved beside
+its results (one fill for both), ``--add-pools <out>/longmemeval_pools.pkl``.
 """
 
 from __future__ import annotations
@@ -273,6 +276,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--reuse", action="store_true", help="fit the pools saved by an earlier run in --out"
     )
+    parser.add_argument(
+        "--add-pools",
+        type=Path,
+        action="append",
+        default=[],
+        help="pools pickled by `bench retrieval` on a LongMemEval file (longmemeval_pools.pkl)",
+    )
     args = parser.parse_args(argv)
     saved = args.out / "pools.pkl"
     if args.reuse:
@@ -285,6 +295,8 @@ def main(argv: list[str] | None = None) -> None:
             pools = anyio.run(collect, args, model, Path(tmp))
         args.out.mkdir(parents=True, exist_ok=True)
         saved.write_bytes(pickle.dumps(pools))
+    for extra in args.add_pools:
+        pools += pickle.loads(extra.read_bytes())
     budget = Settings.load(None).retrieval.max_context_tokens
     result = fit(pools, budget)
     args.out.mkdir(parents=True, exist_ok=True)

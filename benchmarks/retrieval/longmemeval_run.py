@@ -27,6 +27,7 @@ ranking filtered to user turns (cosine does not depend on the rest of the index)
 
 from __future__ import annotations
 
+import pickle
 import shutil
 import tempfile
 import time
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import numpy as np
 from rank_bm25 import BM25Okapi
 
@@ -53,6 +55,7 @@ from benchmarks.retrieval.longmemeval_store import (
     open_engine,
     stored_text,
 )
+from benchmarks.retrieval.pools import Pool, longmemeval_pool
 from ralph_context import ContextItem, Settings
 from ralph_context.arguments import MAX_ITEMS, MAX_TOKENS
 from ralph_context.embeddings.local import load_embedder
@@ -102,8 +105,12 @@ def score(question: Question, ranked: Ranked) -> dict[str, float | None]:
     return values
 
 
-async def run_question(question: Question, store: Path, model: RecordingEmbedder) -> QuestionRun:
-    """Fill a store with ``question``'s haystack, ask it in every mode, score each."""
+async def run_question(
+    question: Question, store: Path, model: RecordingEmbedder, pools: list[Pool] | None = None
+) -> QuestionRun:
+    """Fill a store with ``question``'s haystack, ask it in every mode, score each; with
+    ``pools``, also read the question's candidate pool for the fit (``fit.py``) from the
+    same store, so a fit needs no second fill."""
     model.documents.clear()
     filled = await fill_store(question, store, model)
     run = QuestionRun(question, len(filled.turns), filled.seconds, filled.truncated)
@@ -145,6 +152,8 @@ async def run_question(question: Question, store: Path, model: RecordingEmbedder
             ranking = turns_of(items)
             rankings[mode] = Ranked(dict.fromkeys(KS, ranking), ranking)
             run.latency_ms[mode] = shared_ms
+    if pools is not None:
+        pools.append(await longmemeval_pool(question, filled, model))
     limit = filled.settings.storage.max_content_bytes
     rankings.update(_baselines(question, limit, model, run))
     for mode in MODES:
@@ -193,19 +202,26 @@ async def evaluate(
     questions: int | None = None,
     workdir: Path | None = None,
     progress: Callable[[int], Tick] | None = None,
+    pools_out: Path | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark on the first ``questions`` questions of ``data`` (all by default).
-    ``progress(total)`` returns a per-question tick."""
+    ``progress(total)`` returns a per-question tick. With ``pools_out``, every question's
+    candidate pool is pickled there (rewritten after each question, so an interrupted run
+    keeps what it read) for ``python -m benchmarks.retrieval.fit --add-pools``."""
     loaded = load_questions(data)[:questions]
     # Loaded once, not per store opened; it records the document vectors for ``cosine``.
     model = RecordingEmbedder(load_embedder(Settings.load(None).embeddings))
     tick = progress(len(loaded)) if progress is not None else (lambda: None)
     runs: list[QuestionRun] = []
+    pools: list[Pool] | None = [] if pools_out is not None else None
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ralph-lme-", dir=workdir) as tmp:
         for index, question in enumerate(loaded):
             store = Path(tmp) / f"q{index}"
-            runs.append(await run_question(question, store, model))
+            runs.append(await run_question(question, store, model, pools))
             shutil.rmtree(store, ignore_errors=True)  # ~500 turns each; keep the disk small
+            if pools_out is not None:
+                await anyio.Path(pools_out.parent).mkdir(parents=True, exist_ok=True)
+                await anyio.Path(pools_out).write_bytes(pickle.dumps(pools))
             tick()
     return summarize(runs, data=data, wall_seconds=time.perf_counter() - started)

@@ -21,8 +21,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from benchmarks.retrieval.locomo import load_conversations
-from benchmarks.retrieval.longmemeval import load_questions
-from benchmarks.retrieval.longmemeval_store import fill_store, open_engine
+from benchmarks.retrieval.longmemeval import Question, load_questions
+from benchmarks.retrieval.longmemeval_store import FilledStore, fill_store, open_engine
 from benchmarks.retrieval.loop_run import fill
 from benchmarks.retrieval.paraphrase_data import STORES
 from benchmarks.retrieval.paraphrase_run import fill as fill_project
@@ -43,6 +43,7 @@ __all__ = [
     "collect_longmemeval",
     "collect_paraphrases",
     "collect_scenarios",
+    "longmemeval_pool",
     "open_settings",
     "read_pool",
     "to_pool",
@@ -245,26 +246,30 @@ async def collect_longmemeval(
 ) -> list[Pool]:
     """Every LongMemEval question's pool in its own haystack, filled as ``bench retrieval``
     fills it; abstention questions too (nothing answers them). A question is a fold group;
-    each ``has_answer`` turn is an answer group."""
+    each ``has_answer`` turn is an answer group. (``bench retrieval`` on a LongMemEval file
+    saves the same pools beside its results: one fill for both.)"""
     pools: list[Pool] = []
     for index, question in enumerate(load_questions(data)[:questions]):
         filled = await fill_store(question, workdir / f"q{index}", model)
-        groups: dict[str, set[str]] = {}
-        for item_id, turn in filled.turns.items():
-            if turn.has_answer and not question.abstention:
-                groups.setdefault(turn.unit, set()).add(item_id)
-        settings = filled.settings.with_overrides(retrieval={"min_similarity": -1.0})
-        async with open_engine(settings, model) as engine:
-            pools.append(
-                await read_pool(
-                    engine,
-                    question.text,
-                    dataset="longmemeval",
-                    group=question.question_id,
-                    items=(await engine.stats()).items,
-                    groups=list(groups.values()),
-                    evidence=len(groups),
-                )
-            )
+        pools.append(await longmemeval_pool(question, filled, model))
         print(f"pools: longmemeval {index + 1} read", flush=True)
     return pools
+
+
+async def longmemeval_pool(question: Question, filled: FilledStore, model: LocalEmbedder) -> Pool:
+    """``question``'s pool in its filled haystack, the gate open."""
+    groups: dict[str, set[str]] = {}
+    for item_id, turn in filled.turns.items():
+        if turn.has_answer and not question.abstention:
+            groups.setdefault(turn.unit, set()).add(item_id)
+    settings = filled.settings.with_overrides(retrieval={"min_similarity": -1.0})
+    async with open_engine(settings, model) as engine:
+        return await read_pool(
+            engine,
+            question.text,
+            dataset="longmemeval",
+            group=question.question_id,
+            items=(await engine.stats()).items,
+            groups=list(groups.values()),
+            evidence=len(groups),
+        )

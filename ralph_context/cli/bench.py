@@ -50,7 +50,8 @@ def retrieval(
     out: Annotated[
         Path,
         typer.Option(
-            help="Folder for results.json/.md and recall.png (LongMemEval: longmemeval.json/.md)."
+            help="Folder for results.json/.md and recall.png (LongMemEval: longmemeval.json/.md "
+            "and longmemeval_pools.pkl, the candidate pools for the weight fit)."
         ),
     ] = Path("benchmarks/retrieval/out"),
     conversations: Annotated[
@@ -130,7 +131,14 @@ def _longmemeval(data: Path, out: Path, questions: int | None) -> None:
         raise fail(NO_BENCHMARKS) from None
     with progress_bar("questions") as start:
         try:
-            results = anyio.run(lambda: evaluate(data, questions=questions, progress=start))
+            results = anyio.run(
+                lambda: evaluate(
+                    data,
+                    questions=questions,
+                    progress=start,
+                    pools_out=out / "longmemeval_pools.pkl",
+                )
+            )
         except (LongMemEvalFormatError, RalphContextError) as exc:
             raise fail(str(exc)) from None
     report(results, out, write_outputs, longmemeval_markdown)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import pickle
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -179,7 +180,18 @@ def test_bench_retrieval_on_a_longmemeval_file_writes_its_files(tmp_path: Path) 
     done = cli(
         "bench", "retrieval", "--data", str(TINY), "--out", str(tmp_path), "--questions", "3"
     )
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["longmemeval.json", "longmemeval.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "longmemeval.json",
+        "longmemeval.md",
+        "longmemeval_pools.pkl",
+    ]
+    # The fit's pools from the same fill: one per question, answer turns labelled.
+    pools = pickle.loads((tmp_path / "longmemeval_pools.pkl").read_bytes())
+    questions = load_questions(TINY)[:3]
+    assert [p.group for p in pools] == [q.question_id for q in questions]
+    for pool, question in zip(pools, questions, strict=True):
+        expected = 0 if question.abstention else len(question.evidence_turns)
+        assert pool.evidence == len(pool.labels) == expected
     results = json.loads((tmp_path / "longmemeval.json").read_text())
     assert (results["questions"], results["answerable"], results["abstention"]) == (3, 2, 1)
     assert set(results["modes"]) == set(MODES)
