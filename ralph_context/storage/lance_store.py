@@ -81,4 +81,5 @@ class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
             refresh=timedelta(seconds=settings.refresh_seconds),
             lease_seconds=settings.lease_seconds,
             caches=CacheSizes.of(settings),
+            io_uring=settings.io_uring,
         )

@@ -9,12 +9,13 @@ full-text top-20 4.6 and 3.5 ms, and a search makes three to five such queries. 
 on the synchronous API (they are rare, batched and off the request path).
 
 The async table is the one behind the synchronous handle (not a second handle), so reads
-see every write made through it at once.
+see every write made through it at once; or, given ``via`` (a local store's searches, see
+``uring``), the search handle checked out at that table's version in the same hop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from lancedb.table import AsyncTable
 from ralph_context._logging import get_logger
 from ralph_context.embeddings.local import Vectors
 from ralph_context.storage.row_cache import ROW_ID, RowCache
+from ralph_context.storage.uring import SearchTable
 
 __all__ = ["async_table", "rows_where", "text_rows", "vector_rows", "warm"]
 
@@ -46,6 +48,20 @@ def _run(query: Coroutine[Any, Any, pa.Table]) -> pa.Table:
     return result
 
 
+Build = Callable[[AsyncTable], Any]
+
+
+def _query(table: Any, build: Build, via: SearchTable | None) -> pa.Table:
+    """``build``'s query on ``table`` (or on ``via`` at ``table``'s version), in one hop."""
+
+    async def run() -> pa.Table:
+        target = async_table(table) if via is None else await via.at(async_table(table))
+        result: pa.Table = await build(target).to_arrow()
+        return result
+
+    return _run(run())
+
+
 def vector_rows(
     table: Any,
     vector: Vectors,
@@ -54,25 +70,27 @@ def vector_rows(
     where: str | None = None,
     nprobes: int | None = None,
     cache: RowCache | None = None,
+    via: SearchTable | None = None,
 ) -> pa.Table:
     """The ``limit`` rows nearest to ``vector`` by cosine (prefiltered by ``where``), with
     ``_distance``; ``nprobes`` only when the table has a vector index; the rows from
     ``cache`` when given (see ``row_cache``)."""
-    query = (
-        async_table(table)
-        .query()
-        .nearest_to(vector.astype(np.float32))
-        .column("vector")
-        .distance_type("cosine")
-        .limit(limit)
-    )
-    if nprobes is not None:
-        query = query.nprobes(nprobes)
-    if where:
-        query = query.where(where)
+
+    def build(target: AsyncTable) -> Any:
+        query = (
+            target.query()
+            .nearest_to(vector.astype(np.float32))
+            .column("vector")
+            .distance_type("cosine")
+            .limit(limit)
+        )
+        if nprobes is not None:
+            query = query.nprobes(nprobes)
+        return query.where(where) if where else query
+
     if cache is not None:
-        return _cached(table, query, "_distance", cache)
-    return _run(query.to_arrow())
+        return _cached(table, build(async_table(table)), "_distance", cache)
+    return _query(table, build, via)
 
 
 def text_rows(
@@ -83,17 +101,20 @@ def text_rows(
     *,
     where: str | None = None,
     cache: RowCache | None = None,
+    via: SearchTable | None = None,
 ) -> pa.Table:
     """The ``limit`` best full-text (BM25) matches of ``text`` in ``column`` (prefiltered by
     ``where``), with ``_score``; words are OR-ed, as LanceDB's match query does. The rows
     from ``cache`` when given."""
     match = MatchQuery(text, column)  # type: ignore[call-arg]  # pydantic dataclass defaults
-    query = async_table(table).query().nearest_to_text(match).limit(limit)
-    if where:
-        query = query.where(where)
+
+    def build(target: AsyncTable) -> Any:
+        query = target.query().nearest_to_text(match).limit(limit)
+        return query.where(where) if where else query
+
     if cache is not None:
-        return _cached(table, query, "_score", cache)
-    return _run(query.to_arrow())
+        return _cached(table, build(async_table(table)), "_score", cache)
+    return _query(table, build, via)
 
 
 def rows_where(
@@ -103,20 +124,23 @@ def rows_where(
     *,
     columns: list[str] | None = None,
     cache: RowCache | None = None,
+    via: SearchTable | None = None,
 ) -> pa.Table:
     """Rows matching ``where`` (all rows when ``None``), at most ``limit`` (``None``: all);
     only ``columns`` when given (a listing sorts a few columns, not every row whole); whole
     rows from ``cache`` when given."""
-    query = async_table(table).query()
-    if where:
-        query = query.where(where)
-    if limit is not None:
-        query = query.limit(limit)
-    if columns is not None:
-        return _run(query.select(columns).to_arrow())
-    if cache is not None:
-        return _cached(table, query, None, cache)
-    return _run(query.to_arrow())
+
+    def build(target: AsyncTable) -> Any:
+        query = target.query()
+        if where:
+            query = query.where(where)
+        if limit is not None:
+            query = query.limit(limit)
+        return query.select(columns) if columns is not None else query
+
+    if cache is not None and columns is None:
+        return _cached(table, build(async_table(table)), None, cache)
+    return _query(table, build, via)
 
 
 def _cached(table: Any, query: Any, measure: str | None, cache: RowCache) -> pa.Table:
@@ -140,7 +164,14 @@ def _take(table: Any, ids: list[int]) -> pa.Table:
 _WARM_WORD = "error"
 
 
-def warm(table: Any, dimension: int, *, vector: bool, text_column: str | None) -> None:
+def warm(
+    table: Any,
+    dimension: int,
+    *,
+    vector: bool,
+    text_column: str | None,
+    via: SearchTable | None = None,
+) -> None:
     """One one-row query of each kind on ``table``'s current version, so that the first
     request after a maintenance does not pay for opening the index files it just rewrote
     (every merge or refresh writes them under a new id). Measured on a loop's archive at
@@ -153,8 +184,8 @@ def warm(table: Any, dimension: int, *, vector: bool, text_column: str | None) -
         if vector:
             probe = np.zeros(dimension, dtype=np.float32)
             probe[0] = 1.0
-            vector_rows(table, probe, 1)
+            vector_rows(table, probe, 1, via=via)
         if text_column is not None:
-            text_rows(table, _WARM_WORD, text_column, 1)
+            text_rows(table, _WARM_WORD, text_column, 1, via=via)
     except Exception as exc:  # a warm-up must never fail the maintenance it follows
         log.warning("index_not_warmed", error=type(exc).__name__)

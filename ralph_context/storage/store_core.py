@@ -43,6 +43,7 @@ from ralph_context.storage.schema import (
     writable,
 )
 from ralph_context.storage.tally import Tally
+from ralph_context.storage.uring import SearchTable, open_search_table
 from ralph_context.storage.usage import USAGE, UsageLedger, usage_schema
 from ralph_context.storage.vectors import probes
 
@@ -89,8 +90,10 @@ class StoreCore:
         refresh: timedelta = timedelta(seconds=1),
         lease_seconds: float = 30.0,
         caches: CacheSizes | None = None,
+        io_uring: bool = True,
     ) -> None:
         self.location = location
+        self._io_uring = io_uring
         self._caches = caches or CacheSizes()
         # On object storage several processes (replicas) write the store: LanceDB resolves
         # their commits, and each looks for the others' every ``refresh``.
@@ -163,6 +166,7 @@ class StoreCore:
         if not self.read_only:
             self.archive.migrate_metadata()
         self.packs = PackSpace(self._db, self.dimension)
+        self.searcher = self._search_table()
         self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
         # Hot rows by type and state, kept by this process's writes (none when reading
         # beside another writer, or when other replicas write too).
@@ -237,6 +241,17 @@ class StoreCore:
             )
         return self._db.create_table(name, schema=schema)
 
+    def _search_table(self) -> SearchTable | None:
+        """The hot table's search handle (see ``uring``): a local store this process
+        writes, unless ``storage.io_uring`` is off. Beside another writer (read-only) the
+        store's handle looks for its commits on every read, which the search handle would
+        not."""
+        if not self._io_uring or self.read_only or not isinstance(self.location, Path):
+            return None
+        return open_search_table(
+            self.location, ITEMS, session=self._session, options=self.storage_options
+        )
+
     def _open_items(self) -> Any:
         table = self._table(ITEMS, items_schema(self.dimension))
         stored = table.schema.field("vector").type
@@ -301,7 +316,7 @@ class StoreCore:
         names = (VECTOR_INDEX, TEXT_INDEX) if self.has_vector_index() else (TEXT_INDEX,)
         for name in names:
             try:
-                self.items.prewarm_index(name)
+                (self.searcher or self.items).prewarm_index(name)
             except Exception as exc:  # a missing or damaged index: the queries will say
                 log.warning("index_not_prewarmed", index=name, error=f"{type(exc).__name__}")
 

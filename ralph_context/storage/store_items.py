@@ -108,6 +108,7 @@ class StoreItems(StoreCore):
             where=self._where(where),
             nprobes=self._nprobes if self.has_vector_index() else None,
             cache=self.row_cache,
+            via=self.searcher,
         )
         vectors_column = table.column("vector")
         if table.num_rows == 0 or vectors_column.null_count:
@@ -128,7 +129,9 @@ class StoreItems(StoreCore):
         narrowed, places = threads.neighbour_filter(items, where)
         if not places:
             return []
-        table = reads.rows_where(self.items, self._where(narrowed), places, cache=self.row_cache)
+        table = reads.rows_where(
+            self.items, self._where(narrowed), places, cache=self.row_cache, via=self.searcher
+        )
         vectors = vector_list(table.column("vector"), self.dimension)
         found = [
             (self._item(row), vector)
@@ -142,7 +145,13 @@ class StoreItems(StoreCore):
         """Full-text (BM25) matches, best first, with their raw scores and vectors (``None``
         for items stored while no model was loaded)."""
         table = reads.text_rows(
-            self.items, text, "content", limit, where=self._where(where), cache=self.row_cache
+            self.items,
+            text,
+            "content",
+            limit,
+            where=self._where(where),
+            cache=self.row_cache,
+            via=self.searcher,
         )
         vectors = vector_list(table.column("vector"), self.dimension)
         rows = table.drop_columns(["vector"]).to_pylist()

@@ -220,6 +220,7 @@ class StoreUpkeep(StoreCore):
             self.dimension,
             vector=self._vector_index,
             text_column="content" if text_due else None,
+            via=self.searcher,
         )
         self.unindexed_rows = max(0, self.unindexed_rows - taken)
         removed = max(0, before - len(self.items.list_versions())) if cleanup else 0
