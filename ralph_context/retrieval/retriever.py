@@ -169,13 +169,14 @@ class Retriever:
         pool += archived_candidates(pool, halves.archived, below)
         gate = self.settings.retrieval.min_similarity
         passing = [c for c in pool if passes_gate(c, gate)]
-        passing = self._join_neighbours(passing, halves.adjacent, probe=halves.vector, among=pool)
-        ranking = await self._rank(passing, query, match="semantic")
+        # Neighbours that join are candidates too; only the pool's members are gated here.
+        joined = self._join_neighbours(passing, halves.adjacent, probe=halves.vector, among=pool)
+        ranking = await self._rank(joined, query, match="semantic")
         finished = time.perf_counter()
         return await self._result(
             query,
             ranking,
-            candidates=len(pool),
+            candidates=len(pool) + len(joined) - len(passing),
             gated=len(pool) - len(passing),
             tier=Tier.SEMANTIC,
             reason=None,

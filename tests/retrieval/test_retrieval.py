@@ -9,6 +9,7 @@ import pytest
 
 from ralph_context import Engine, NewItem
 from ralph_context.config import ScoringSettings
+from ralph_context.retrieval.retriever import passes_gate
 from ralph_context.retrieval.scoring import item_tokens, query_knee, semantic_evidence
 from ralph_context.retrieval.words import content_words
 from tests.helpers import Loader, SettingsFactory, advance
@@ -183,3 +184,48 @@ async def test_the_match_mixes_cosine_with_bm25_of_the_query_words(
         match = (1 - weight) * semantic + weight * factors["lexical"]
         assert factors["match"] == pytest.approx(match)  # no source given: no neighbours
         assert hit.score == pytest.approx(match * factors["recency"])
+
+
+TOPICS = [
+    f"the {part} {problem}"
+    for part in ("database", "login page", "invoice PDF", "email queue", "mobile layout", "cache")
+    for problem in (
+        "fails on a missing column",
+        "rejects valid input",
+        "renders everything twice",
+        "stalls when the server is slow",
+        "truncates long names",
+        "returns stale data after an update",
+    )
+]
+
+
+QUESTION = "why did the wheel build time out on CI?"
+
+
+async def test_the_counts_of_a_search_add_up_when_neighbours_join(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    # One long thread: the neighbours of the best full-text hits are fetched from beyond
+    # the pool, and only the pool's gated-out members count as filtered.
+    notes = [
+        NewItem(
+            "the wheel build timed out on the CI runner"
+            if n % 12 == 5
+            else f"release pipeline step {n}: {TOPICS[n % len(TOPICS)]}",
+            "iteration",
+            source="loop",
+            iteration=1,
+        )
+        for n in range(144)
+    ]
+    with anyio.fail_after(120):
+        async with Engine(make_settings(), model_loader=shared_model) as engine:
+            await engine.store_many(notes)
+            result = await engine.search(QUESTION)
+            found = await engine.candidates(QUESTION, limit=40, text_limit=20)
+    assert found.neighbours  # the case this test is about
+    assert result.total_candidates == len(found.pool) + len(found.neighbours)
+    gate = make_settings().retrieval.min_similarity
+    gated = [c for c in found.pool if not passes_gate(c, gate)]
+    assert len(gated) <= result.filtered_count <= result.total_candidates - len(result.items)
