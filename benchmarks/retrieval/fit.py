@@ -155,7 +155,10 @@ def choose_threshold(
 ) -> tuple[float, float]:
     """The (floor, relative) pair returning the fewest wrong items on ``mask`` while every
     set keeps its clear matches and its recall (see the module docstring)."""
-    served = flat.graded(score)
+    # What the threshold costs is measured against the same ranking under the same token
+    # budget with no threshold: the budget's own cost (LongMemEval's long turns fill 4,000
+    # tokens before 10 items) is no threshold's to pay, and would otherwise forbid them all.
+    served = flat.graded(score, budget=budget)
     in_set = {d: mask & rows for d, rows in flat.sets.items()}
     clear = served.top1 > 0
     best: tuple[float, tuple[float, float]] = (np.inf, (0.0, 0.0))
