@@ -11,6 +11,7 @@ import os
 import tempfile
 from contextlib import ExitStack
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -131,14 +132,9 @@ def _longmemeval(data: Path, out: Path, questions: int | None) -> None:
         raise fail(NO_BENCHMARKS) from None
     with progress_bar("questions") as start:
         try:
-            results = anyio.run(
-                lambda: evaluate(
-                    data,
-                    questions=questions,
-                    progress=start,
-                    pools_out=out / "longmemeval_pools.pkl",
-                )
-            )
+            pools = out / "longmemeval_pools.pkl"
+            run = partial(evaluate, data, questions=questions, progress=start, pools_out=pools)
+            results = anyio.run(run)
         except (LongMemEvalFormatError, RalphContextError) as exc:
             raise fail(str(exc)) from None
     report(results, out, write_outputs, longmemeval_markdown)

@@ -168,8 +168,7 @@ class Retriever:
         below = self.settings.retrieval.archive_search_below
         pool += archived_candidates(pool, halves.archived, below)
         gate = self.settings.retrieval.min_similarity
-        passing = [c for c in pool if passes_gate(c, gate)]
-        # Neighbours that join are candidates too; only the pool's members are gated here.
+        passing = [c for c in pool if passes_gate(c, gate)]  # then neighbours join
         joined = self._join_neighbours(passing, halves.adjacent, probe=halves.vector, among=pool)
         ranking = await self._rank(joined, query, match="semantic")
         finished = time.perf_counter()
