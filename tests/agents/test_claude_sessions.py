@@ -196,7 +196,11 @@ def test_with_the_server_hung_or_the_store_unusable_the_session_completes(
     context.write_text("not a store", encoding="utf-8")
     result, turns = session(project, "Say hello.", ["Hello."])
     assert result["result"] == "Hello."
-    assert read_server(project) is None
+    # The server the hooks started may be up by now (on a fast machine it is): it serves
+    # with no store (tier none) rather than failing the session; on a slow one it is not.
+    if read_server(project) is not None:
+        started = (agent_folder(project) / "agent-server.log").read_text(encoding="utf-8")
+        assert "tier none" in started and "cannot open the store" in started
 
 
 async def _fill(store: Path, shared_model: Loader, count: int) -> None:

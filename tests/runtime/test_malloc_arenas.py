@@ -21,8 +21,12 @@ _CHILD = textwrap.dedent(
     if sys.argv[1] == "limited":
         from ralph_context.runtime.heap import limit_malloc_arenas
         limit_malloc_arenas()
+    # All six alive at once: glibc hands an exited thread's arena to the next new thread,
+    # so on a fast machine threads that finished one by one shared two arenas.
+    together = threading.Barrier(6)
     def work():
         kept = [bytes(100) + bytes([n % 256]) for n in range(20_000)]
+        together.wait()
         del kept
     threads = [threading.Thread(target=work) for _ in range(6)]
     for t in threads: t.start()
