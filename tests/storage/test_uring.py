@@ -9,6 +9,7 @@ import pytest
 
 from ralph_context.config import StorageSettings
 from ralph_context.models import ContextItem, ContextState, ContextType
+from ralph_context.storage import uring
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
 from ralph_context.storage.uring import kernel_allows, uring_uri
@@ -79,3 +80,23 @@ def test_no_search_handle_when_turned_off_or_reading_beside_a_writer(tmp_path: P
     assert [i.id for i, _, _ in reader.vector_search(unit(0, 1, 0, 0), 1, ItemFilter())] == [
         later.id
     ]
+
+
+def test_a_kernel_or_reader_that_refuses_io_uring_leaves_searches_on_the_store_handle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_connect = uring.lancedb.connect
+
+    def refuse(uri: str, **options: object) -> object:
+        if uri.startswith("file+uring"):
+            raise OSError("io_uring_setup: Operation not permitted")
+        return real_connect(uri, **options)
+
+    monkeypatch.setattr(uring.lancedb, "connect", refuse)
+    monkeypatch.setattr(uring, "kernel_allows", lambda: True)
+    store = LanceStore(tmp_path / "a", model_id="m", dimension=4)
+    assert store.searcher is None
+    (kept,) = store.add_items([(item("kept"), unit(1, 0, 0, 0))])
+    assert [i.id for i, _, _ in store.vector_search(unit(1, 0, 0, 0), 1, ItemFilter())] == [kept.id]
+    monkeypatch.setattr(uring, "kernel_allows", lambda: False)
+    assert LanceStore(tmp_path / "b", model_id="m", dimension=4).searcher is None
