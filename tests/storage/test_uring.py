@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lancedb
 import pytest
 
 from ralph_context.config import StorageSettings
@@ -85,14 +86,14 @@ def test_no_search_handle_when_turned_off_or_reading_beside_a_writer(tmp_path: P
 def test_a_kernel_or_reader_that_refuses_io_uring_leaves_searches_on_the_store_handle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_connect = uring.lancedb.connect
+    real_connect = lancedb.connect
 
     def refuse(uri: str, **options: object) -> object:
         if uri.startswith("file+uring"):
             raise OSError("io_uring_setup: Operation not permitted")
         return real_connect(uri, **options)
 
-    monkeypatch.setattr(uring.lancedb, "connect", refuse)
+    monkeypatch.setattr(lancedb, "connect", refuse)
     monkeypatch.setattr(uring, "kernel_allows", lambda: True)
     store = LanceStore(tmp_path / "a", model_id="m", dimension=4)
     assert store.searcher is None
