@@ -4,6 +4,7 @@ every write seen at once, and the plain path wherever io_uring is not to be used
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import lancedb
 import pytest
@@ -88,7 +89,7 @@ def test_a_kernel_or_reader_that_refuses_io_uring_leaves_searches_on_the_store_h
 ) -> None:
     real_connect = lancedb.connect
 
-    def refuse(uri: str, **options: object) -> object:
+    def refuse(uri: str, **options: Any) -> Any:
         if uri.startswith("file+uring"):
             raise OSError("io_uring_setup: Operation not permitted")
         return real_connect(uri, **options)
