@@ -214,6 +214,8 @@ async def evaluate(
     tick = progress(len(loaded)) if progress is not None else (lambda: None)
     runs: list[QuestionRun] = []
     pools: list[Pool] | None = [] if pools_out is not None else None
+    if pools_out is not None:
+        await anyio.Path(pools_out.parent).mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ralph-lme-", dir=workdir) as tmp:
         for index, question in enumerate(loaded):
@@ -221,7 +223,6 @@ async def evaluate(
             runs.append(await run_question(question, store, model, pools))
             shutil.rmtree(store, ignore_errors=True)  # ~500 turns each; keep the disk small
             if pools_out is not None:
-                await anyio.Path(pools_out.parent).mkdir(parents=True, exist_ok=True)
                 await anyio.Path(pools_out).write_bytes(pickle.dumps(pools))
             tick()
     return summarize(runs, data=data, wall_seconds=time.perf_counter() - started)

@@ -16,7 +16,7 @@ see every write made through it at once; or, given ``via`` (a local store's sear
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +27,9 @@ from lancedb.table import AsyncTable
 from ralph_context._logging import get_logger
 from ralph_context.embeddings.local import Vectors
 from ralph_context.storage.row_cache import ROW_ID, RowCache
-from ralph_context.storage.uring import SearchTable
+
+if TYPE_CHECKING:  # uring opens its handle with async_table below
+    from ralph_context.storage.uring import SearchTable
 
 __all__ = ["async_table", "rows_where", "text_rows", "vector_rows", "warm"]
 

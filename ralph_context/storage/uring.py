@@ -37,6 +37,7 @@ from lancedb.background_loop import LOOP
 from lancedb.table import AsyncTable
 
 from ralph_context._logging import get_logger
+from ralph_context.storage.reads import async_table
 
 __all__ = ["POLL_MS", "SearchTable", "kernel_allows", "open_search_table", "uring_uri"]
 
@@ -107,10 +108,8 @@ def open_search_table(
         db = lancedb.connect(uring_uri(folder), storage_options=options, session=session)
         table = db.open_table(name)
         table.search().limit(1).to_arrow()
-        reader = getattr(table, "_table", None)  # the async table behind it (reads.async_table)
+        reader = async_table(table)
     except Exception as exc:  # any failure: searches keep the store's own handle
         log.warning("io_uring_unavailable", reason=f"{type(exc).__name__}: {exc}"[:300])
-        return None
-    if not isinstance(reader, AsyncTable):
         return None
     return SearchTable(reader)
