@@ -93,7 +93,13 @@ def session(
 
 
 def last_message(turn: dict[str, Any]) -> str:
-    return json.dumps(turn["messages"][-1])
+    """The request's last user or assistant message with the system messages after it.
+    The hooks' context arrives as a system message after the prompt; when the project's MCP
+    server comes up mid-session (on a fast machine the one the first hook started does),
+    Claude Code also appends one announcing its tools after a tool's result."""
+    messages = turn["messages"]
+    last = max(i for i, m in enumerate(messages) if m.get("role") != "system")
+    return json.dumps(messages[last:])
 
 
 def traced(project: Path) -> list[dict[str, Any]]:
