@@ -18,14 +18,14 @@ at open, so what an earlier process left goes too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import anyio
 
 from ralph_context._logging import get_logger
 
-__all__ = ["settle_store"]
+__all__ = ["maintain_when_calm", "settle_store"]
 
 log = get_logger("ralph_context.storage")
 
@@ -34,6 +34,12 @@ class Settling(Protocol):
     def settle_due(self, retention_seconds: float) -> bool: ...
 
     async def settle(self) -> object: ...
+
+
+class Deferring(Protocol):
+    async def maintenance_wanted(self) -> None: ...
+
+    def maintain_if_due(self) -> bool: ...
 
 
 async def settle_store(
@@ -49,3 +55,19 @@ async def settle_store(
                 log.info("store_settled")
         except Exception as exc:  # a background task must not take the engine down
             log.warning("settle_failed", error=f"{type(exc).__name__}: {exc}")
+
+
+async def maintain_when_calm(storage: Deferring, quiet: Callable[[], Awaitable[None]]) -> None:
+    """Ask for the maintenance that fell due during a request, once the loop is calm.
+
+    The writer checks whether maintenance is due right after a write, while that write's
+    caller is still in flight, so the check alone never finds the loop calm: maintenance
+    then waited for the overdue mark (four cadences), while each one-row fragment made
+    every search slower (measured at 100k: 100 fragments, searches 8-10 ms slower). Runs
+    until cancelled (the engine's lifetime); ``quiet`` returns once no request has been in
+    flight for a moment, or after a bound (a steady stream gets the overdue mark).
+    """
+    while True:
+        await storage.maintenance_wanted()
+        await quiet()
+        storage.maintain_if_due()

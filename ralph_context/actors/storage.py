@@ -41,6 +41,7 @@ from ralph_context.actors.storage_requests import (
     ForgetIterations,
     InPacks,
     Maintain,
+    MaintainIfDue,
     Prune,
     PutRequestKey,
     RepairVectorIndex,
@@ -227,6 +228,8 @@ class StorageActor(StorageReads, StorageWrites):
                     return await maintain_beside_appends(self, lambda: self._maintain(settle=True))
                 # A scrub is awaited by its caller: at the writer's priority.
                 return await self._maintain(reclaim, scrub, urgent=scrub)
+            case MaintainIfDue():
+                return None  # the check after the batch runs it
             case RepairVectorIndex():
                 return await self._repair_vector_index()
             case SetVectors(vectors):
@@ -283,7 +286,7 @@ class StorageActor(StorageReads, StorageWrites):
         if not self._upkeep_started and self._maintenance_near():
             self._upkeep_started = True
             await self._run(self.store.prepare_upkeep)
-        if any(not isinstance(e.request, Maintain) for e in batch):
+        if any(not isinstance(e.request, Maintain | MaintainIfDue) for e in batch):
             self.changed()
         if self._maintenance_due():
             # Due with requests in flight only when overdue: then it must not wait for CPU
@@ -336,6 +339,8 @@ class StorageActor(StorageReads, StorageWrites):
         if self._writes >= _OVERDUE * cadence or unindexed >= _OVERDUE * _UNINDEXED_ROWS:
             return True
         due = self._writes >= cadence or unindexed >= _UNINDEXED_ROWS or self.store.index_due()
+        if due and not self.foreground.calm:
+            self.want_maintenance()  # asked again once calm (settle.maintain_when_calm)
         return due and self.foreground.calm
 
     def _maintenance_near(self) -> bool:

@@ -69,6 +69,12 @@ class Maintain:
 
 
 @dataclass(frozen=True)
+class MaintainIfDue:
+    """Run the maintenance that fell due while the loop was busy, if it is calm now (sent
+    by ``actors.settle.maintain_when_calm``); nothing when it is not due or not calm."""
+
+
+@dataclass(frozen=True)
 class SetState:
     ids: tuple[str, ...]
     state: ContextState
@@ -132,6 +138,7 @@ StorageRequest = (
     | DeleteItems
     | AddIteration
     | Maintain
+    | MaintainIfDue
     | SetState
     | SummarizeItems
     | ArchiveItems

@@ -23,6 +23,7 @@ from ralph_context.actors.storage_requests import (
     ForgetIterations,
     InPacks,
     Maintain,
+    MaintainIfDue,
     Prune,
     PutRequestKey,
     Rewrite,
@@ -75,6 +76,8 @@ class StorageWrites(Actor[StorageRequest, object]):
     # how many requests wait for it to end.
     _maintaining: bool = False
     behind: int = 0
+    # Set when a maintenance fell due while the loop was busy (see maintain_when_calm).
+    _wanted: anyio.Event | None = None
 
     @property
     def write_error(self) -> str | None:
@@ -86,6 +89,22 @@ class StorageWrites(Actor[StorageRequest, object]):
         again), or a settling pass (one fewer owed)."""
         self._changed_at = anyio.current_time()
         self._settles_owed = max(0, self._settles_owed - 1) if settling else SETTLE_PASSES
+
+    def want_maintenance(self) -> None:
+        """A maintenance fell due while a request was in flight: wake the task that asks
+        for it once the loop is calm (``actors.settle.maintain_when_calm``)."""
+        if self._wanted is not None:
+            self._wanted.set()
+
+    async def maintenance_wanted(self) -> None:
+        """Return once a maintenance fell due while the loop was busy (since this call)."""
+        self._wanted = anyio.Event()
+        await self._wanted.wait()
+
+    def maintain_if_due(self) -> bool:
+        """Queue the check that runs a due maintenance if the loop is calm (False: the
+        inbox is full, so a request is about to run the check anyway)."""
+        return self.tell(MaintainIfDue())
 
     def settle_due(self, retention_seconds: float) -> bool:
         """Whether a settling pass is owed and the store has not changed for the whole
