@@ -137,16 +137,17 @@ async def test_maintenance_due_during_a_request_runs_once_the_loop_is_calm(
     is calm, with no further write (it used to wait for the overdue mark, four cadences
     later, while every one-row fragment slowed each search)."""
     settings = make_settings(storage={"optimize_every_writes": 2})
-    async with Engine(settings, model_loader=shared_model) as engine:
-        storage = engine._require_storage()
-        with engine._foreground.busy():
-            for n in range(3):
-                await add_output(storage, f"n{n}")
-            waiting = storage._writes
-        with anyio.fail_after(20):
-            while storage._writes:  # noqa: ASYNC110 - the writer's own counter, no event
-                await anyio.sleep(0.02)
-        assert (await engine.stats()).items == 3
+    with anyio.fail_after(60):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            storage = engine._require_storage()
+            with engine._foreground.busy():
+                for n in range(3):
+                    await add_output(storage, f"n{n}")
+                waiting = storage._writes
+            with anyio.fail_after(20):
+                while storage._writes:  # noqa: ASYNC110 - the writer's own counter, no event
+                    await anyio.sleep(0.02)
+            assert (await engine.stats()).items == 3
     assert waiting == 3
 
 
