@@ -74,14 +74,18 @@ class Supervisor:
         tb: TracebackType | None,
     ) -> bool | None:
         assert self._tg is not None
-        if exc is None:
-            await self._drain()
-        self._tg.cancel_scope.cancel()
-        for actor in self._actors.values():
-            actor._close_inbox()
-        # The body's exception belongs to the caller: handing it to the task group would wrap
-        # it in an ExceptionGroup. Supervised actors never raise, so the group exits clean.
-        await self._tg.__aexit__(None, None, None)
+        try:
+            if exc is None:
+                await self._drain()
+        finally:
+            # Also when a caller's deadline cancels the drain: a task group left entered
+            # corrupts the caller's cancel scopes (a RuntimeError instead of its timeout).
+            self._tg.cancel_scope.cancel()
+            for actor in self._actors.values():
+                actor._close_inbox()
+            # The body's exception belongs to the caller: handing it to the task group would
+            # wrap it in an ExceptionGroup. Supervised actors never raise: the group exits clean.
+            await self._tg.__aexit__(None, None, None)
         return None
 
     @property

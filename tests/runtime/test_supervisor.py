@@ -281,6 +281,22 @@ async def test_cancelling_the_supervisor_scope_propagates(anyio_backend: str) ->
     assert scope.cancelled_caught
 
 
+async def test_a_deadline_that_lands_while_shutdown_drains_is_a_timeout(
+    anyio_backend: str,
+) -> None:
+    """A caller's deadline that ends the wait for queued requests at shutdown (a hook's, say)
+    still ends the supervisor's task group: the caller gets its TimeoutError, not a
+    RuntimeError about a cancel scope left open (which failed the Ralph v2 hook's deadline
+    test 2 times in 12)."""
+    gate = Gate()  # never released: shutdown waits on it for the whole grace
+    with pytest.raises(TimeoutError), anyio.fail_after(0.3):
+        async with fast_supervisor(shutdown_grace=10) as sup:
+            await sup.start(gate)
+            gate.tell(1)
+    with pytest.raises(ActorUnavailable):  # the group ended: nothing serves any more
+        await gate.call(2, timeout=1)
+
+
 async def test_stop_actor_answers_what_is_queued_then_refuses(anyio_backend: str) -> None:
     gate = Gate()
     answers: list[int] = []
