@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import lancedb
+from lance.lance import _Session as LanceSession
 
 from ralph_context import namespaces
 from ralph_context.config import StorageSettings
@@ -63,6 +64,14 @@ class CacheSizes:
         items, iterations, packs and archive share it)."""
         index, metadata = self.sizes(location)
         return lancedb.Session(
+            index_cache_size_bytes=index << 20, metadata_cache_size_bytes=metadata << 20
+        )
+
+    def search_session(self, location: Location | None) -> LanceSession:
+        """A Lance session with these caches for the searches' own handle (``uring``): the
+        searches fill its index cache, not the store session's."""
+        index, metadata = self.sizes(location)
+        return LanceSession(
             index_cache_size_bytes=index << 20, metadata_cache_size_bytes=metadata << 20
         )
 

@@ -9,8 +9,9 @@ full-text top-20 4.6 and 3.5 ms, and a search makes three to five such queries. 
 on the synchronous API (they are rare, batched and off the request path).
 
 The async table is the one behind the synchronous handle (not a second handle), so reads
-see every write made through it at once; or, given ``via`` (a local store's searches, see
-``uring``), the search handle checked out at that table's version in the same hop.
+see every write made through it at once. Given ``via`` (a local store's searches, see
+``uring``), a query is no LanceDB query at all: one scan of the search handle's dataset,
+checked out at that table's version, run from the calling thread.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+from lance.query import MatchQuery as LanceMatch
 from lancedb.background_loop import LOOP
 from lancedb.query import MatchQuery
 from lancedb.table import AsyncTable
@@ -28,7 +30,7 @@ from ralph_context._logging import get_logger
 from ralph_context.embeddings.local import Vectors
 from ralph_context.storage.row_cache import ROW_ID, RowCache
 
-if TYPE_CHECKING:  # uring opens its handle with async_table below
+if TYPE_CHECKING:  # only a type here
     from ralph_context.storage.uring import SearchTable
 
 __all__ = ["async_table", "rows_where", "text_rows", "vector_rows", "warm"]
@@ -53,15 +55,20 @@ def _run(query: Coroutine[Any, Any, pa.Table]) -> pa.Table:
 Build = Callable[[AsyncTable], Any]
 
 
-def _query(table: Any, build: Build, via: SearchTable | None) -> pa.Table:
-    """``build``'s query on ``table`` (or on ``via`` at ``table``'s version), in one hop."""
+def _query(table: Any, build: Build) -> pa.Table:
+    """``build``'s query on ``table``, in one hop."""
 
     async def run() -> pa.Table:
-        target = async_table(table) if via is None else await via.at(async_table(table))
-        result: pa.Table = await build(target).to_arrow()
+        result: pa.Table = await build(async_table(table)).to_arrow()
         return result
 
     return _run(run())
+
+
+def _scan(table: Any, via: SearchTable, **options: Any) -> pa.Table:
+    """One scan with ``options`` of ``via``'s dataset at ``table``'s version."""
+    result: pa.Table = via.at(table).scanner(**options).to_table()
+    return result
 
 
 def vector_rows(
@@ -92,7 +99,17 @@ def vector_rows(
 
     if cache is not None:
         return _cached(table, build(async_table(table)), "_distance", cache)
-    return _query(table, build, via)
+    if via is not None:
+        nearest: dict[str, Any] = {
+            "column": "vector",
+            "q": vector.astype(np.float32),
+            "k": limit,
+            "metric": "cosine",
+        }
+        if nprobes is not None:
+            nearest["nprobes"] = nprobes
+        return _scan(table, via, nearest=nearest, filter=where, prefilter=True)
+    return _query(table, build)
 
 
 def text_rows(
@@ -116,7 +133,10 @@ def text_rows(
 
     if cache is not None:
         return _cached(table, build(async_table(table)), "_score", cache)
-    return _query(table, build, via)
+    if via is not None:
+        found = LanceMatch(text, column)
+        return _scan(table, via, full_text_query=found, filter=where, prefilter=True, limit=limit)
+    return _query(table, build)
 
 
 def rows_where(
@@ -142,7 +162,9 @@ def rows_where(
 
     if cache is not None and columns is None:
         return _cached(table, build(async_table(table)), None, cache)
-    return _query(table, build, via)
+    if via is not None:
+        return _scan(table, via, filter=where, limit=limit, columns=columns)
+    return _query(table, build)
 
 
 def _cached(table: Any, query: Any, measure: str | None, cache: RowCache) -> pa.Table:

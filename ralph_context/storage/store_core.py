@@ -243,14 +243,19 @@ class StoreCore:
 
     def _search_table(self) -> SearchTable | None:
         """The hot table's search handle (see ``uring``): a local store this process
-        writes, unless ``storage.io_uring`` is off. Beside another writer (read-only) the
-        store's handle looks for its commits on every read, which the search handle would
-        not."""
-        if not self._io_uring or self.read_only or not isinstance(self.location, Path):
+        writes. Beside another writer (read-only) the store's handle looks for its commits
+        on every read, which the search handle would not."""
+        if self.read_only or not isinstance(self.location, Path):
             return None
+        self._search_session = self._caches.search_session(self.location)
         return open_search_table(
-            self.location, ITEMS, session=self._session, options=self.storage_options
+            self.location, ITEMS, session=self._search_session, io_uring=self._io_uring
         )
+
+    def cache_bytes(self) -> int:
+        """What the store's caches hold now: its session's and its search handle's."""
+        searched = self._search_session.size_bytes() if self.searcher is not None else 0
+        return int(self._session.size_bytes) + searched
 
     def _open_items(self) -> Any:
         table = self._table(ITEMS, items_schema(self.dimension))

@@ -1,21 +1,27 @@
-"""Searches read a local store through Lance's io_uring reader, on a handle of their own.
+"""Searches read a local store through Lance itself, on a handle of their own.
 
-Lance reads a local file with a ``pread`` handed to tokio's blocking pool: every read of a
-search wakes one of dozens of pool threads and waits for it, and on two cores those
-hand-offs cost more than the reads (a 100k-item search's CPU was a quarter kernel
-scheduling, a tenth allocator). Opened as ``file+uring://``, Lance submits the same reads to
-an io_uring served by two threads of its own. Measured on this 2-core machine at 100k
-items, a vector top-40 and a full-text top-20 query, 300 pairs: 15-16 ms of CPU and 28-30 ms
-wall per pair through the pool, 9-11 ms and 12-16 ms through io_uring (alternating runs,
-load ~4).
+The handle is a ``lance.LanceDataset`` (pylance, pinned with LanceDB), not a second LanceDB
+table: LanceDB's Python query API runs each query on its background event loop and, before
+it, looks the table's schema up for blob columns this store does not have; on two cores those
+hand-offs cost more than the query. Measured at 100k items, 200 LoCoMo questions, CPU per
+query through LanceDB's async table -> the dataset's scanner: vector top-40 (row ids) 2.1 ->
+1.2 ms, full-text top-20 1.8 -> 0.8, the neighbours' ``sequence IN`` 2.3 -> 0.4.
+
+It reads through Lance's io_uring reader where the kernel allows it. Lance reads a local
+file with a ``pread`` handed to tokio's blocking pool: every read of a search wakes one of
+dozens of pool threads and waits for it, and on two cores those hand-offs cost more than
+the reads. Opened as ``file+uring://``, Lance submits the same reads to an io_uring served
+by two threads of its own (whole rows, 100k items: vector top-40 4.2 -> 2.6 ms of CPU,
+full-text top-20 2.6 -> 1.8). Where the kernel refuses io_uring (a container's seccomp
+profile, an old kernel, another OS), its first read fails, or ``storage.io_uring`` is off,
+the handle reads the plain path.
 
 Only reads go this way. Lance gives ``file+uring`` the commit handler of an unknown scheme,
 which is not safe beside another writer (the upkeep worker commits compactions while the
 server appends), so the store's own handle (``file://``) makes every write and the search
 handle only follows it: before each query it is checked out at the writer's version (read
-in memory; a checkout reads one manifest, only after a write). Off where the kernel refuses
-io_uring (a container's seccomp profile, an old kernel, another OS) or its first read fails:
-searches then use the store's handle, as before. ``storage.io_uring: false`` turns it off.
+in memory; a checkout reads one manifest, only after a write). Its caches are its own
+session's, sized as the store's (``caches``): the searches fill this one, not the writer's.
 
 Lance's io_uring threads wait for completions in 10 ms polls by default, ~4 ms of CPU a
 second while idle; 100 ms (:data:`POLL_MS`, unless ``LANCE_URING_POLL_TIMEOUT_MS`` is set)
@@ -24,20 +30,18 @@ costs ~0.7 ms a second and measured no slower.
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import functools
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
-import lancedb
-from lancedb.background_loop import LOOP
-from lancedb.table import AsyncTable
+import lance
+from lance.lance import _Session as LanceSession
 
 from ralph_context._logging import get_logger
-from ralph_context.storage.reads import async_table
 
 __all__ = ["POLL_MS", "SearchTable", "kernel_allows", "open_search_table", "uring_uri"]
 
@@ -75,41 +79,49 @@ def uring_uri(path: Path) -> str:
 class SearchTable:
     """The search handle of one table, kept at its writer's version."""
 
-    def __init__(self, reader: AsyncTable) -> None:
-        self.reader = reader
-        self._version: int | None = None
-        # Reads from several threads meet on LanceDB's one event loop: one looks and checks
-        # out at a time, so a slower checkout of an older version never lands after a newer.
-        self._moving = asyncio.Lock()
+    def __init__(self, dataset: lance.LanceDataset, *, io_uring: bool) -> None:
+        self._dataset = dataset
+        self.io_uring = io_uring  # read through io_uring, else the plain path
+        # Reads from several threads: one looks and checks out at a time, so a slower
+        # checkout of an older version never lands after a newer one.
+        self._moving = threading.Lock()
 
-    async def at(self, writer: AsyncTable) -> AsyncTable:
-        """The reader, at ``writer``'s current version (checked out when it moved on)."""
-        async with self._moving:
-            version = await writer.version()
-            if version != self._version:
-                await self.reader.checkout(version)
-                self._version = version
-        return self.reader
+    def at(self, writer: Any) -> lance.LanceDataset:
+        """The dataset at ``writer``'s current version (checked out when it moved on);
+        ``writer`` is the store's own LanceDB table, whose version is kept in memory."""
+        with self._moving:
+            version = int(writer.version)
+            if version != self._dataset.version:
+                self._dataset = self._dataset.checkout_version(version)
+            return self._dataset
 
     def prewarm_index(self, name: str) -> None:
-        LOOP.run(self.reader.prewarm_index(name))  # type: ignore[no-untyped-call]
+        self._dataset.prewarm_index(name)
 
 
 def open_search_table(
-    folder: Path, name: str, *, session: Any, options: dict[str, str]
+    folder: Path, name: str, *, session: LanceSession, io_uring: bool = True
 ) -> SearchTable | None:
-    """Table ``name`` of the store in ``folder`` opened through io_uring for searches, or
-    ``None`` where the kernel refuses it or a first read through it fails."""
-    if not kernel_allows():
+    """Table ``name`` of the store in ``folder`` opened for searches: through io_uring when
+    ``io_uring`` and the kernel allow it and a first read works, else on the plain path;
+    ``None`` if neither opens (searches then keep the store's own handle)."""
+    path = folder / f"{name}.lance"
+    if io_uring and not kernel_allows():
         log.info("io_uring_unavailable", reason="the kernel refused io_uring_setup")
-        return None
-    os.environ.setdefault("LANCE_URING_POLL_TIMEOUT_MS", POLL_MS)
+    if io_uring and kernel_allows():
+        os.environ.setdefault("LANCE_URING_POLL_TIMEOUT_MS", POLL_MS)
+        try:
+            return _opened(uring_uri(path), session, io_uring=True)
+        except Exception as exc:  # any failure: the plain path
+            log.warning("io_uring_unavailable", reason=f"{type(exc).__name__}: {exc}"[:300])
     try:
-        db = lancedb.connect(uring_uri(folder), storage_options=options, session=session)
-        table = db.open_table(name)
-        table.search().limit(1).to_arrow()
-        reader = async_table(table)
+        return _opened(str(path), session, io_uring=False)
     except Exception as exc:  # any failure: searches keep the store's own handle
-        log.warning("io_uring_unavailable", reason=f"{type(exc).__name__}: {exc}"[:300])
+        log.warning("search_handle_unavailable", reason=f"{type(exc).__name__}: {exc}"[:300])
         return None
-    return SearchTable(reader)
+
+
+def _opened(uri: str, session: LanceSession, *, io_uring: bool) -> SearchTable:
+    dataset = lance.dataset(uri, session=session)
+    dataset.scanner(limit=1).to_table()
+    return SearchTable(dataset, io_uring=io_uring)

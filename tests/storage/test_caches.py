@@ -1,4 +1,5 @@
-"""LanceDB's caches are one bounded session per store, sized from the store's settings."""
+"""Lance's caches are bounded sessions per store (its own, its searches'), sized from the
+store's settings."""
 
 from __future__ import annotations
 
@@ -59,16 +60,16 @@ def _searched_cache_bytes(folder: Path, caches: CacheSizes) -> tuple[int, int]:
     )
     store.maintain()
     assert store.has_vector_index()
-    opened = store._session.size_bytes
+    opened = store.cache_bytes()
     for probe in vectors[:50]:
         assert store.vector_search(probe, 5, ItemFilter())
         assert store.text_search("cache 3", 5, ItemFilter())
-    return opened, store._session.size_bytes
+    return opened, store.cache_bytes()
 
 
-def test_a_store_searches_through_its_own_bounded_session(tmp_path: Path) -> None:
-    """Searching fills the session the store was opened with (so it is the one in use), up
-    to the sizes it was given: 1 MB each holds a fraction of what the same searches cache
+def test_a_store_searches_through_its_own_bounded_sessions(tmp_path: Path) -> None:
+    """Searching fills the sessions the store was opened with (so they are the ones in use),
+    up to the sizes it was given: 1 MB each holds a fraction of what the same searches cache
     unbounded (~2 MB here)."""
     _opened, unbounded = _searched_cache_bytes(
         tmp_path / "a", CacheSizes(index_mb=10_000, metadata_mb=10_000)

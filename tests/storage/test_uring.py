@@ -1,12 +1,12 @@
-"""Searches through Lance's io_uring reader: the same answers as the store's own handle,
-every write seen at once, and the plain path wherever io_uring is not to be used."""
+"""Searches on their own Lance handle, through io_uring: the same answers as the store's own
+handle, every write seen at once, and the plain path wherever io_uring is not to be used."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import lancedb
+import lance
 import pytest
 
 from ralph_context.config import StorageSettings
@@ -33,7 +33,7 @@ def test_a_folder_name_is_percent_encoded_in_the_uri() -> None:
 def test_searches_go_through_io_uring_and_see_every_write_at_once(tmp_path: Path) -> None:
     folder = tmp_path / "odd #name%41"
     store = LanceStore(folder, model_id="m", dimension=4)
-    assert store.searcher is not None
+    assert store.searcher is not None and store.searcher.io_uring
     (first,) = store.add_items(
         [(item("the wheel build timed out", source="loop", iteration=1), unit(1, 0, 0, 0))]
     )
@@ -64,15 +64,17 @@ def test_searches_go_through_io_uring_and_see_every_write_at_once(tmp_path: Path
     plain = LanceStore.configured(
         folder, StorageSettings(io_uring=False), model=("m", 4), read_only=False
     )
-    assert plain.searcher is None
+    assert plain.searcher is not None and not plain.searcher.io_uring
     assert [i.id for i, _, _ in plain.text_search("wheel", 5, ItemFilter())] == [first.id]
 
 
-def test_no_search_handle_when_turned_off_or_reading_beside_a_writer(tmp_path: Path) -> None:
+def test_turned_off_searches_read_the_plain_path_and_a_reader_has_no_search_handle(
+    tmp_path: Path,
+) -> None:
     store = LanceStore.configured(
         tmp_path, StorageSettings(io_uring=False), model=("m", 4), read_only=False
     )
-    assert store.searcher is None
+    assert store.searcher is not None and not store.searcher.io_uring
     store.add_items([(item("kept"), unit(1, 0, 0, 0))])
     reader = LanceStore(tmp_path, model_id="m", dimension=4, read_only=True)
     # The reader must see the writer's later commits on every read: its own handle does.
@@ -84,21 +86,36 @@ def test_no_search_handle_when_turned_off_or_reading_beside_a_writer(tmp_path: P
     ]
 
 
-def test_a_kernel_or_reader_that_refuses_io_uring_leaves_searches_on_the_store_handle(
+def test_a_kernel_or_reader_that_refuses_io_uring_leaves_searches_on_the_plain_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_connect = lancedb.connect
+    real_dataset = lance.dataset
 
     def refuse(uri: str, **options: Any) -> Any:
-        if uri.startswith("file+uring"):
+        if str(uri).startswith("file+uring"):
             raise OSError("io_uring_setup: Operation not permitted")
-        return real_connect(uri, **options)
+        return real_dataset(uri, **options)
 
-    monkeypatch.setattr(lancedb, "connect", refuse)
+    monkeypatch.setattr(lance, "dataset", refuse)
     monkeypatch.setattr(uring, "kernel_allows", lambda: True)
     store = LanceStore(tmp_path / "a", model_id="m", dimension=4)
-    assert store.searcher is None
+    assert store.searcher is not None and not store.searcher.io_uring
     (kept,) = store.add_items([(item("kept"), unit(1, 0, 0, 0))])
     assert [i.id for i, _, _ in store.vector_search(unit(1, 0, 0, 0), 1, ItemFilter())] == [kept.id]
     monkeypatch.setattr(uring, "kernel_allows", lambda: False)
-    assert LanceStore(tmp_path / "b", model_id="m", dimension=4).searcher is None
+    searcher = LanceStore(tmp_path / "b", model_id="m", dimension=4).searcher
+    assert searcher is not None and not searcher.io_uring
+
+
+def test_a_search_handle_that_cannot_open_leaves_searches_on_the_store_handle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(uri: str, **options: Any) -> Any:
+        raise OSError(f"cannot open {uri}")
+
+    monkeypatch.setattr(lance, "dataset", refuse)
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    assert store.searcher is None
+    (kept,) = store.add_items([(item("kept"), unit(1, 0, 0, 0))])
+    assert [i.id for i, _, _ in store.vector_search(unit(1, 0, 0, 0), 1, ItemFilter())] == [kept.id]
+    assert [i.id for i, _, _ in store.text_search("kept", 1, ItemFilter())] == [kept.id]
