@@ -8,7 +8,7 @@ the searches that produce them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -90,23 +90,33 @@ def pool_of(
     rung still finds them.
     """
     lexical = lexical_scores(text_hits, rows, weights, text)
-    pool: dict[str, Candidate] = {
-        item.id: Candidate(item, similarity, vector, lexical.get(item.id, 0.0))
+    found: dict[str, tuple[ContextItem, float, Vectors, float]] = {
+        item.id: (item, similarity, vector, lexical.get(item.id, 0.0))
         for item, similarity, vector in vector_hits
     }
     probe = query.astype(np.float32)
     for item, _score, vector in text_hits:
-        if item.id not in pool and vector is not None:
-            pool[item.id] = Candidate(item, float(vector @ probe), vector, lexical[item.id])
-    members = list(pool.values())
-    return ranked_behind(members, members)
+        if item.id not in found and vector is not None:
+            found[item.id] = (item, float(vector @ probe), vector, lexical[item.id])
+    best = max((similarity for _, similarity, _, _ in found.values()), default=-1.0)
+    # Built once, whole (a search makes ~60; dataclasses.replace costs several times a
+    # construction).
+    return [
+        Candidate(item, similarity, vector, bm25, behind=max(best - similarity, 0.0))
+        for item, similarity, vector, bm25 in found.values()
+    ]
 
 
 def ranked_behind(candidates: Sequence[Candidate], pool: Sequence[Candidate]) -> list[Candidate]:
     """``candidates`` with how far each cosine is behind the best of ``pool``'s: how near
     each comes to the model's own first choice among what the query found."""
     best = max((c.similarity for c in pool), default=-1.0)
-    return [replace(c, behind=max(best - c.similarity, 0.0)) for c in candidates]
+    return [
+        Candidate(
+            c.item, c.similarity, c.vector, c.lexical, c.neighbour, max(best - c.similarity, 0.0)
+        )
+        for c in candidates
+    ]
 
 
 def query_words(text: str) -> int:
@@ -127,20 +137,26 @@ def with_neighbour_match(
 ) -> list[Candidate]:
     """Each candidate with ``neighbour`` set to the best own match among the candidates
     stored right before and after it in its thread (``storage.threads.place``)."""
+    places = [place(c.item) for c in pool]
     own = {
         at: match_strength(c.similarity, c.lexical, weights, text_tier=text_tier, behind=c.behind)
-        for c in pool
-        if (at := place(c.item)) is not None
+        for c, at in zip(pool, places, strict=True)
+        if at is not None
     }
     found: list[Candidate] = []
-    for c in pool:
-        at = place(c.item)
+    for c, at in zip(pool, places, strict=True):
         if at is None:
             found.append(c)
             continue
         source, iteration, sequence = at
-        best = max(own.get((source, iteration, sequence + step), 0.0) for step in (-1, 1))
-        found.append(replace(c, neighbour=best))
+        best = max(
+            own.get((source, iteration, sequence - 1), 0.0),
+            own.get((source, iteration, sequence + 1), 0.0),
+        )
+        if best == c.neighbour:
+            found.append(c)
+        else:
+            found.append(Candidate(c.item, c.similarity, c.vector, c.lexical, best, c.behind))
     return found
 
 

@@ -36,7 +36,7 @@ that does not fit, and drops near-duplicates (cosine > 0.95) of an item already 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -46,6 +46,7 @@ from numpy.typing import NDArray
 from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem, ContextType
+from ralph_context.retrieval.budget import NEAR_DUPLICATE, Ranking, Scored, fit, fit_budget
 from ralph_context.retrieval.tokens import estimate_tokens, item_tokens
 
 __all__ = [
@@ -69,7 +70,6 @@ __all__ = [
     "type_match",
 ]
 
-NEAR_DUPLICATE = 0.95
 # Skills age at this fraction of recency_decay: not at all (the fit agrees: loop MRR 0.859 ->
 # 0.863 at the chosen weights, LoCoMo unchanged).
 SKILL_DECAY_RATIO = 0.0
@@ -77,16 +77,6 @@ SKILL_DECAY_RATIO = 0.0
 # A float or an array of them: the fitting script scores whole pools at once with the very
 # functions the engine uses one candidate at a time.
 F = TypeVar("F", float, NDArray[np.float64])
-
-
-@dataclass(frozen=True)
-class Scored:
-    """An item with its relevance and the factors behind it."""
-
-    item: ContextItem
-    score: float
-    breakdown: dict[str, float]
-    vector: Vectors | None = None
 
 
 def recency(age: int, content_type: ContextType, weights: ScoringSettings | None = None) -> float:
@@ -159,13 +149,10 @@ def relevance(
     factors = {match: _unit(similarity)}
     if lexical is not None:
         factors["lexical"] = _unit(lexical)
-    own = match_strength(similarity, lexical, weights, text_tier=match != "semantic", behind=behind)
-    combined = contextual_match(own, _unit(neighbour), weights.neighbour_share)
-    rate = weights.recency_decay * (
-        SKILL_DECAY_RATIO if item.content_type is ContextType.SKILL else 1
+    text_tier = match != "semantic"
+    combined, age, rate, kind = _parts(
+        item, similarity, lexical, neighbour, behind, now, requested, weights, text_tier
     )
-    age = float(max(now - item.created_iteration, 0))
-    kind = type_match(item.content_type, requested, weights)
     usefulness = item.usefulness_score
     factors |= {
         "neighbour": _unit(neighbour),
@@ -177,6 +164,42 @@ def relevance(
     }
     score = float(combine(combined, age, rate, usefulness, kind, weights))
     return Scored(item, score, factors, vector)
+
+
+def _parts(
+    item: ContextItem,
+    similarity: float,
+    lexical: float | None,
+    neighbour: float,
+    behind: float,
+    now: int,
+    requested: Sequence[ContextType],
+    weights: ScoringSettings,
+    text_tier: bool,
+) -> tuple[float, float, float, float]:
+    """A candidate's match (with its neighbour's), age, decay rate and type factor."""
+    own = match_strength(similarity, lexical, weights, text_tier=text_tier, behind=behind)
+    combined = contextual_match(own, _unit(neighbour), weights.neighbour_share)
+    rate = weights.recency_decay * (
+        SKILL_DECAY_RATIO if item.content_type is ContextType.SKILL else 1
+    )
+    age = float(max(now - item.created_iteration, 0))
+    return combined, age, rate, type_match(item.content_type, requested, weights)
+
+
+def _score(
+    c: Candidate,
+    now: int,
+    requested: Sequence[ContextType],
+    weights: ScoringSettings,
+    *,
+    text_tier: bool,
+) -> float:
+    """:func:`relevance`'s score of ``c`` without its breakdown."""
+    combined, age, rate, kind = _parts(
+        c.item, c.similarity, c.lexical, c.neighbour, c.behind, now, requested, weights, text_tier
+    )
+    return float(combine(combined, age, rate, c.item.usefulness_score, kind, weights))
 
 
 def semantic_evidence(cosine: F, behind: F | float, w: ScoringSettings) -> F:
@@ -276,53 +299,6 @@ def _unit(value: float) -> float:
     return min(max(value, 0.0), 1.0)
 
 
-def fit_budget(
-    ranked: Sequence[Scored],
-    *,
-    max_items: int,
-    max_tokens: int,
-    cost: Callable[[ContextItem], int] = item_tokens,
-) -> list[Scored]:
-    """The best items, in order, that fit ``max_tokens`` without near-duplicates.
-
-    Args:
-        ranked: Candidates, best first.
-        max_items: At most this many are kept.
-        max_tokens: Their estimated token costs sum to at most this.
-        cost: Token cost of an item (default: :func:`item_tokens`).
-    """
-    return _fit(ranked, max_items=max_items, max_tokens=max_tokens, cost=cost).kept
-
-
-def _fit(
-    ranked: Sequence[Scored],
-    *,
-    max_items: int,
-    max_tokens: int,
-    cost: Callable[[ContextItem], int],
-) -> Ranking:
-    """The best of ``ranked`` that fit; ``below_min_score`` is left for the caller."""
-    kept: list[Scored] = []
-    kept_vectors: list[Vectors] = []
-    spent = over_budget = duplicates = 0
-    for candidate in ranked:
-        if len(kept) >= max_items:
-            break
-        if candidate.vector is not None and kept_vectors:
-            if float(np.max(np.stack(kept_vectors) @ candidate.vector)) > NEAR_DUPLICATE:
-                duplicates += 1
-                continue
-        price = cost(candidate.item)
-        if spent + price > max_tokens:
-            over_budget += 1
-            continue
-        kept.append(candidate)
-        spent += price
-        if candidate.vector is not None:
-            kept_vectors.append(candidate.vector)
-    return Ranking(kept, spent, 0, over_budget, duplicates)
-
-
 @dataclass(frozen=True)
 class Candidate:
     """An item found by a search: its match strength (cosine, or normalised BM25 on the
@@ -338,17 +314,6 @@ class Candidate:
     neighbour: float = 0.0
     # How far its cosine is behind the best of the query's candidates (inf: not measured).
     behind: float = math.inf
-
-
-@dataclass(frozen=True)
-class Ranking:
-    """What :func:`rank` kept, and how many candidates each rule turned away."""
-
-    kept: list[Scored]
-    tokens: int
-    below_min_score: int
-    over_budget: int
-    duplicates: int
 
 
 def rank(
@@ -370,8 +335,9 @@ def rank(
     the first factor in each breakdown: ``semantic`` for cosine, ``lexical`` for the text
     tier's normalised BM25, so a reader never mistakes one for the other.
     """
-    scored = [
-        relevance(
+
+    def scored(c: Candidate) -> Scored:
+        return relevance(
             c.item,
             c.similarity,
             now=now,
@@ -383,10 +349,18 @@ def rank(
             neighbour=c.neighbour,
             behind=c.behind,
         )
-        for c in candidates
-    ]
-    floor = max(min_score, relative * max((s.score for s in scored), default=0.0))
-    passing = [s for s in scored if s.score >= floor]
-    passing.sort(key=lambda s: s.score, reverse=True)
-    fit = _fit(passing, max_items=max_items, max_tokens=max_tokens, cost=item_tokens)
-    return replace(fit, below_min_score=len(scored) - len(passing))
+
+    # Every candidate's score first; the breakdown only for those the budget looks at (of
+    # ~60 candidates a search scores, ~10 are kept).
+    scores = [_score(c, now, requested, weights, text_tier=match != "semantic") for c in candidates]
+    floor = max(min_score, relative * max(scores, default=0.0))
+    order = sorted(
+        (i for i, score in enumerate(scores) if score >= floor), key=lambda i: -scores[i]
+    )
+    kept = fit(
+        (scored(candidates[i]) for i in order),
+        max_items=max_items,
+        max_tokens=max_tokens,
+        cost=item_tokens,
+    )
+    return replace(kept, below_min_score=len(scores) - len(order))

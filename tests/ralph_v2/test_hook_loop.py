@@ -304,7 +304,16 @@ def test_the_other_events_with_work_record_and_exit_0(
 
 
 def test_past_its_deadline_the_hook_gives_up_and_exits_0(workspace: Path) -> None:
-    """Opening the store loads the model (seconds); a 1 s deadline ends the call first."""
+    """A memories.md of 3,000 of the user's memories to sync (each embedded and stored:
+    seconds of work on top of loading the model) does not fit a 1 s deadline, which ends
+    the call first. (Opening the store alone once took seconds; on a warm machine it can
+    fit in one, and this test then failed.)"""
+    blocks = "".join(
+        f"\n### mem-17950{n:05d}-0b1c\n> Step {n} of the importer needs --strict in CI\n"
+        "<!-- tags: ci | created: 2026-11-25 -->\n"
+        for n in range(3_000)
+    )
+    _ralph_memory_add(workspace, blocks)
     command = [*HOOK, "--deadline", "1"]
     done = run_hook(
         workspace, payload(workspace, "post.iteration.start", 2), timeout=30, command=command
