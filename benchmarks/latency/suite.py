@@ -3,8 +3,9 @@
 For each store size (real LoCoMo turns, the rest through the bulk path as in ``run.py``):
 
 - ``floor``: what the parts cost alone, per query: fastembed embedding the query, then
-  LanceDB's vector top-40 and full-text top-20 on the same table (raw calls, one after the
-  other: the sum is the floor an engine doing both halves cannot beat on one core);
+  Lance's vector top-40 and full-text top-20 on the same table (raw calls, one after the
+  other, through the library calls a search makes: the sum is the floor an engine doing
+  both halves cannot beat on one core);
 - ``engine``: ``Engine.search`` with default settings;
 - ``stdio`` / ``http`` / ``http8``: ``tools/call get_relevant_context`` through the official
   MCP client, over stdio, streamable HTTP, and 8 HTTP clients at once;
@@ -29,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import lancedb
+import lance
 import numpy as np
-from lancedb.query import MatchQuery
+from lance.query import MatchQuery as LanceMatch
 
 from benchmarks.latency.agent_hook import agent_hooks
 from benchmarks.latency.hook_loop import run_hook
@@ -48,6 +49,7 @@ from benchmarks.latency.targets import TARGETS, summary
 from benchmarks.settings import store_settings
 from ralph_context import Engine, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
+from ralph_context.storage.uring import kernel_allows, uring_uri
 from ralph_context.storage.vectors import probes
 
 __all__ = ["NO_PLOT", "TARGETS", "markdown", "measure", "write_outputs"]
@@ -77,19 +79,21 @@ def rss_mb() -> float:
 
 
 def floor(store: Path, embedder: LocalEmbedder, questions: list[str]) -> dict[str, Any]:
-    """Raw query embedding, raw LanceDB vector and full-text queries, per question."""
-    table = lancedb.connect(str(store)).open_table("context_items")
-    visits = probes(table.count_rows())
+    """Raw query embedding, raw Lance vector and full-text queries, per question: the same
+    library calls a search makes (``storage.uring``: the table as a Lance dataset, through
+    io_uring where the kernel allows it), without the engine around them."""
+    path = store / "context_items.lance"
+    dataset = lance.dataset(uring_uri(path) if kernel_allows() else str(path))
+    visits = probes(dataset.count_rows())
     parts: dict[str, list[float]] = {"embed": [], "vector": [], "text": [], "sum": []}
     for question in questions:
         started = time.perf_counter()
         vector = embedder.embed([question], 1)[0]
         embedded = time.perf_counter()
-        search: Any = table.search(vector, vector_column_name="vector")
-        search.distance_type("cosine").limit(40).nprobes(visits).to_arrow()
+        nearest = {"column": "vector", "q": vector, "k": 40, "nprobes": visits, "metric": "cosine"}
+        dataset.scanner(nearest=nearest).to_table()
         searched = time.perf_counter()
-        match = MatchQuery(question, "content")  # type: ignore[call-arg]
-        table.search(match, query_type="fts").limit(20).to_arrow()
+        dataset.scanner(full_text_query=LanceMatch(question, "content"), limit=20).to_table()
         done = time.perf_counter()
         for key, seconds in (
             ("embed", embedded - started),
