@@ -49,7 +49,8 @@ class StorageSettings(Section):
     index_cache_mb: int | None = Field(default=None, ge=1, le=1_048_576)
     metadata_cache_mb: int | None = Field(default=None, ge=1, le=1_048_576)
     # A local store's searches read through Lance's io_uring reader where the kernel allows
-    # it (a third less CPU per query here; storage/uring.py); false: tokio's thread pool.
+    # it (a third less CPU per query here; storage/uring.py); false: the plain path (reads
+    # handed to tokio's thread pool).
     io_uring: bool = True
     # Whose memory this is, within the store (see ralph_context.namespaces).
     namespace: str = "default"
