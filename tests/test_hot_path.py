@@ -24,6 +24,7 @@ from ralph_context import (
 )
 from ralph_context.actors.storage import FlushUsage, StorageActor
 from ralph_context.embeddings.local import BULK_TEXTS, LocalEmbedder
+from ralph_context.engine import wiring
 from ralph_context.storage import upkeep_worker
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.upkeep_worker import UpkeepWorker
@@ -149,6 +150,30 @@ async def test_maintenance_due_during_a_request_runs_once_the_loop_is_calm(
                     await anyio.sleep(0.02)
             assert (await engine.stats()).items == 3
     assert waiting == 3
+
+
+async def test_maintenance_due_before_a_steady_stream_of_requests_runs_within_the_bound(
+    make_settings: SettingsFactory, shared_model: Loader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that asks back to back right after storing never lets the loop calm: the
+    maintenance that fell due runs once the wait for calm has reached its bound (here 0.5
+    s), with the stream still going and no further write. It used to wait for a pause, and
+    every search of the stream paid for the ingest's fragments meanwhile."""
+    monkeypatch.setattr(wiring, "_CALM_AT_MOST", 0.5)
+    settings = make_settings(storage={"optimize_every_writes": 2})
+    with anyio.fail_after(60):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            storage = engine._require_storage()
+            with engine._foreground.busy():  # the stream: a request always in flight
+                for n in range(3):
+                    await add_output(storage, f"n{n}")
+                waiting = storage._writes
+                with anyio.fail_after(20):
+                    while storage._writes:  # noqa: ASYNC110 - the writer's own counter
+                        await anyio.sleep(0.02)
+                calm = engine._foreground.calm
+            assert (await engine.stats()).items == 3
+    assert (waiting, calm) == (3, False)
 
 
 async def test_overdue_maintenance_under_load_runs_at_the_writers_priority(

@@ -289,11 +289,11 @@ class StorageActor(StorageReads, StorageWrites):
         if any(not isinstance(e.request, Maintain | MaintainIfDue) for e in batch):
             self.changed()
         if self._maintenance_due():
-            # Due with requests in flight only when overdue: then it must not wait for CPU
-            # the searches leave over (see upkeep_worker.at_normal_priority). Appends are
-            # served beside it (storage_beside).
+            # Due with requests in flight only when overdue or waited out: then it must not
+            # wait for CPU the searches leave over (upkeep_worker.at_normal_priority).
+            # Appends are served beside it (storage_beside).
             urgent = not self.foreground.calm
-            self._writes, self._maintaining = 0, True  # from now: no second one is due
+            self._writes, self._maintaining, self._waited_out = 0, True, False
             await maintain_beside_appends(self, lambda: self._maintain_unasked(urgent))
 
     async def _commit_together(self, run: Sequence[Envelope[StorageRequest, object]]) -> bool:
@@ -339,9 +339,9 @@ class StorageActor(StorageReads, StorageWrites):
         if self._writes >= _OVERDUE * cadence or unindexed >= _OVERDUE * _UNINDEXED_ROWS:
             return True
         due = self._writes >= cadence or unindexed >= _UNINDEXED_ROWS or self.store.index_due()
-        if due and not self.foreground.calm:
-            self.want_maintenance()  # asked again once calm (settle.maintain_when_calm)
-        return due and self.foreground.calm
+        if due and not self.foreground.calm and not self._waited_out:
+            self.want_maintenance()  # asked again once calm or waited out (settle.py)
+        return due and (self.foreground.calm or self._waited_out)
 
     def _maintenance_near(self) -> bool:
         """Half-way to the first maintenance: time to start the process it runs in."""

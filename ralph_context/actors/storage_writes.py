@@ -76,8 +76,10 @@ class StorageWrites(Actor[StorageRequest, object]):
     # how many requests wait for it to end.
     _maintaining: bool = False
     behind: int = 0
-    # Set when a maintenance fell due while the loop was busy (see maintain_when_calm).
+    # Set when a maintenance fell due while the loop was busy (see maintain_when_calm);
+    # and once the loop stayed busy for the whole wait, so it runs without calm.
     _wanted: anyio.Event | None = None
+    _waited_out: bool = False
 
     @property
     def write_error(self) -> str | None:
@@ -101,9 +103,12 @@ class StorageWrites(Actor[StorageRequest, object]):
         self._wanted = anyio.Event()
         await self._wanted.wait()
 
-    def maintain_if_due(self) -> bool:
-        """Queue the check that runs a due maintenance if the loop is calm (False: the
-        inbox is full, so a request is about to run the check anyway)."""
+    def maintain_if_due(self, *, waited_out: bool = False) -> bool:
+        """Queue the check that runs a due maintenance if the loop is calm, or whatever the
+        loop does if ``waited_out`` (it stayed busy for the whole wait: a steady stream of
+        searches would otherwise pay for the fragments for as long as it lasts). False:
+        the inbox is full, so a request is about to run the check anyway."""
+        self._waited_out = self._waited_out or waited_out
         return self.tell(MaintainIfDue())
 
     def settle_due(self, retention_seconds: float) -> bool:

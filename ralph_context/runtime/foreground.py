@@ -54,10 +54,10 @@ class Foreground:
                 self._idle.set()
                 self._idle = None
 
-    async def quiet(self, *, at_most: float) -> None:
-        """Return once no foreground request has been in flight for ``settle`` seconds, or
-        after ``at_most`` seconds: a steady stream of requests must not starve background
-        work for ever."""
+    async def quiet(self, *, at_most: float) -> bool:
+        """Return once no foreground request has been in flight for ``settle`` seconds
+        (True), or after ``at_most`` seconds (False): a steady stream of requests must not
+        starve background work for ever."""
         with anyio.move_on_after(at_most):
             while True:
                 if self._active:
@@ -67,5 +67,6 @@ class Foreground:
                     continue
                 calm = anyio.current_time() - self._ended
                 if calm >= self.settle:
-                    return
+                    return True
                 await anyio.sleep(self.settle - calm)
+        return False
