@@ -22,9 +22,9 @@ from ralph_context import (
     NewItem,
     Tier,
 )
-from ralph_context.actors import settle
 from ralph_context.actors.storage import FlushUsage, StorageActor
 from ralph_context.embeddings.local import BULK_TEXTS, LocalEmbedder
+from ralph_context.engine import wiring
 from ralph_context.storage import upkeep_worker
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.upkeep_worker import UpkeepWorker
@@ -153,14 +153,13 @@ async def test_maintenance_due_during_a_request_runs_once_the_loop_is_calm(
 
 
 async def test_maintenance_due_before_a_steady_stream_of_requests_runs_within_the_bound(
-    make_settings: SettingsFactory, shared_model: Loader
+    make_settings: SettingsFactory, shared_model: Loader, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A client that asks back to back right after storing never lets the loop calm: the
-    maintenance that fell due runs once the wait for calm has reached its bound (a quarter
-    of a second for a store this small), with the stream still going and no further write.
-    It used to wait for a pause, and every search of the stream paid for the ingest's
-    fragments meanwhile."""
-    assert settle.calm_wait(3) == settle.CALM_AT_LEAST < 1
+    maintenance that fell due runs once the wait for calm has reached its bound (here 0.5
+    s), with the stream still going and no further write. It used to wait for a pause, and
+    every search of the stream paid for the ingest's fragments meanwhile."""
+    monkeypatch.setattr(wiring, "_CALM_AT_MOST", 0.5)
     settings = make_settings(storage={"optimize_every_writes": 2})
     with anyio.fail_after(60):
         async with Engine(settings, model_loader=shared_model) as engine:

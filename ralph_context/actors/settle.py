@@ -25,17 +25,9 @@ import anyio
 
 from ralph_context._logging import get_logger
 
-__all__ = ["CALM_AT_MOST", "calm_wait", "maintain_when_calm", "settle_store"]
+__all__ = ["maintain_when_calm", "settle_store"]
 
 log = get_logger("ralph_context.storage")
-
-# How long a due maintenance waits for a calm loop before it is asked for anyway: about
-# what the searches meanwhile lose to the fragments it would fold, against what it costs
-# them while it runs (its own time grows with the store: ~0.3 s of both cores at 100k).
-# A second per 20k items, between a quarter of a second and five.
-CALM_AT_MOST = 5.0
-CALM_AT_LEAST = 0.25
-_ROWS_A_SECOND = 20_000
 
 
 class Settling(Protocol):
@@ -65,11 +57,6 @@ async def settle_store(
             log.warning("settle_failed", error=f"{type(exc).__name__}: {exc}")
 
 
-def calm_wait(rows: int) -> float:
-    """Seconds a due maintenance of a store of ``rows`` items waits for calm, at most."""
-    return min(CALM_AT_MOST, max(CALM_AT_LEAST, rows / _ROWS_A_SECOND))
-
-
 async def maintain_when_calm(storage: Deferring, quiet: Callable[[], Awaitable[bool]]) -> None:
     """Ask for the maintenance that fell due during a request, once the loop is calm, or
     once a steady stream of requests has kept it busy for the whole wait.
@@ -82,7 +69,7 @@ async def maintain_when_calm(storage: Deferring, quiet: Callable[[], Awaitable[b
     back to back) paid for the ingest's fragments until it paused, 18 ms a search on a
     419-item store against 11 once maintained. Runs until cancelled (the engine's
     lifetime); ``quiet`` returns True once no request has been in flight for a moment,
-    False after its bound (:func:`calm_wait`).
+    False after its bound.
     """
     while True:
         await storage.maintenance_wanted()

@@ -12,7 +12,7 @@ from types import TracebackType
 from ralph_context._logging import ensure_logging, get_logger
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.inference import InferenceActor
-from ralph_context.actors.settle import calm_wait, maintain_when_calm, settle_store
+from ralph_context.actors.settle import maintain_when_calm, settle_store
 from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, build_item
 from ralph_context.config import EmbeddingsSettings, Settings
@@ -44,6 +44,9 @@ EMBED_CHUNK = 256
 # Scoring is pure arithmetic on a few hundred candidates (~1 ms); past this the actor is
 # stuck and retrieval scores inline instead.
 SCORING_TIMEOUT = 5.0
+# Longest a due maintenance waits for a calm loop before it is asked for anyway (the
+# writer then runs it only if calm, or once overdue).
+_CALM_AT_MOST = 5.0
 # Items embedded by one backfill at start, in chunks (~2 minutes of work at most here).
 BACKFILL_CHUNKS = 24
 
@@ -131,7 +134,7 @@ class EngineWiring:
             )
             supervisor.background(
                 lambda: maintain_when_calm(
-                    storage, lambda: foreground.quiet(at_most=calm_wait(storage.searched_rows))
+                    storage, lambda: foreground.quiet(at_most=_CALM_AT_MOST)
                 ),
                 name="maintain-when-calm",
             )
