@@ -176,6 +176,27 @@ async def test_maintenance_due_before_a_steady_stream_of_requests_runs_within_th
     assert (waiting, calm) == (3, False)
 
 
+async def test_a_new_store_filled_back_to_back_is_maintained_before_half_its_rows_go_unindexed(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    """Batches stored with a request always in flight and the write cadence far off: once
+    the rows no index covers reach half the store (at least a hundred), maintenance runs
+    anyway. It used to wait for a pause, and every search meanwhile scanned them all."""
+    settings = make_settings(storage={"optimize_every_writes": 10_000})
+    with anyio.fail_after(60):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            storage = engine._require_storage()
+            seen = []
+            with engine._foreground.busy():
+                for batch in range(8):
+                    texts = [f"note {batch}-{n} on the importer" for n in range(30)]
+                    await engine.store_many([NewItem(t, ContextType.OUTPUT) for t in texts])
+                    await storage.call(FlushUsage(), timeout=60)  # after any maintenance
+                    seen.append(storage.store.unindexed_rows)
+    # 30 a batch: maintained at 120 rows (120 unindexed) and at 240 (120 of 240).
+    assert seen == [30, 60, 90, 0, 30, 60, 90, 0]
+
+
 async def test_overdue_maintenance_under_load_runs_at_the_writers_priority(
     make_settings: SettingsFactory, shared_model: Loader, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -76,9 +76,10 @@ _READERS = 8
 
 # Compaction runs even with requests in flight once this many cadences of writes are due.
 _OVERDUE = 4
-# Rows no index covers yet (added or rewritten since the last compaction) that make
-# compaction due: every search scans them, ~6 ms more per 1,000 at 100k items.
-_UNINDEXED_ROWS = 1_000
+# Rows no index covers yet (added or rewritten since the last compaction): due at the
+# first (every search scans them, ~6 ms more per 1,000 at 100k items), overdue at the
+# second or at half the store (StorageWrites._unindexed_overdue).
+_UNINDEXED_ROWS, _UNINDEXED_OVERDUE = 1_000, 4_000
 
 
 class StorageActor(StorageReads, StorageWrites):
@@ -327,16 +328,15 @@ class StorageActor(StorageReads, StorageWrites):
         return result
 
     def _maintenance_due(self) -> bool:
-        """Due after ``optimize_every_writes`` writes (or an index to build), once no search
-        or store is in flight: compaction takes ~0.3 s of both cores at 100k items, so it
-        waits for the loop's agent time. Past four times the cadence it runs regardless,
-        or a busy server would pile up fragments that slow every read."""
+        """Due after ``optimize_every_writes`` writes (or an index to build), once no request
+        is in flight: compaction takes ~0.3 s of both cores at 100k items. Past four times
+        the cadence (or unindexed rows) it runs regardless: fragments slow every read."""
         paused = self.write_fault.error is not None
         if self._store is None or self.read_only or self._maintaining or paused:
             return False
         cadence = self.settings.optimize_every_writes
         unindexed = self.store.unindexed_rows
-        if self._writes >= _OVERDUE * cadence or unindexed >= _OVERDUE * _UNINDEXED_ROWS:
+        if self._writes >= _OVERDUE * cadence or self._unindexed_overdue(_UNINDEXED_OVERDUE):
             return True
         due = self._writes >= cadence or unindexed >= _UNINDEXED_ROWS or self.store.index_due()
         if due and not self.foreground.calm and not self._waited_out:
