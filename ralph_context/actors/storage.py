@@ -290,11 +290,10 @@ class StorageActor(StorageReads, StorageWrites):
         if any(not isinstance(e.request, Maintain | MaintainIfDue) for e in batch):
             self.changed()
         if self._maintenance_due():
-            # Due with requests in flight only when overdue or waited out: then it must not
-            # wait for CPU the searches leave over (upkeep_worker.at_normal_priority).
-            # Appends are served beside it (storage_beside).
+            # Due in flight only when overdue or waited out: then not at the CPU the searches
+            # leave over (upkeep_worker.at_normal_priority). Appends run beside (storage_beside).
             urgent = not self.foreground.calm
-            self._writes, self._maintaining, self._waited_out = 0, True, False
+            self._writes, self._maintaining = 0, True  # from now: no second one is due
             await maintain_beside_appends(self, lambda: self._maintain_unasked(urgent))
 
     async def _commit_together(self, run: Sequence[Envelope[StorageRequest, object]]) -> bool:
@@ -331,6 +330,7 @@ class StorageActor(StorageReads, StorageWrites):
         """Due after ``optimize_every_writes`` writes (or an index to build), once no request
         is in flight: compaction takes ~0.3 s of both cores at 100k items. Past four times
         the cadence (or unindexed rows) it runs regardless: fragments slow every read."""
+        waited_out, self._waited_out = self._waited_out, False  # for this one check only
         paused = self.write_fault.error is not None
         if self._store is None or self.read_only or self._maintaining or paused:
             return False
@@ -339,9 +339,9 @@ class StorageActor(StorageReads, StorageWrites):
         if self._writes >= _OVERDUE * cadence or self._unindexed_overdue(_UNINDEXED_OVERDUE):
             return True
         due = self._writes >= cadence or unindexed >= _UNINDEXED_ROWS or self.store.index_due()
-        if due and not self.foreground.calm and not self._waited_out:
+        if due and not self.foreground.calm and not waited_out:
             self.want_maintenance()  # asked again once calm or waited out (settle.py)
-        return due and (self.foreground.calm or self._waited_out)
+        return due and (self.foreground.calm or waited_out)
 
     def _maintenance_near(self) -> bool:
         """Half-way to the first maintenance: time to start the process it runs in."""

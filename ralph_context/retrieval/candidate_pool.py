@@ -90,27 +90,23 @@ def pool_of(
     rung still finds them.
     """
     lexical = lexical_scores(text_hits, rows, weights, text)
-    found: dict[str, tuple[ContextItem, float, Vectors, float]] = {
-        item.id: (item, similarity, vector, lexical.get(item.id, 0.0))
+    pool: dict[str, Candidate] = {
+        item.id: Candidate(item, similarity, vector, lexical.get(item.id, 0.0))
         for item, similarity, vector in vector_hits
     }
     probe = query.astype(np.float32)
     for item, _score, vector in text_hits:
-        if item.id not in found and vector is not None:
-            found[item.id] = (item, float(vector @ probe), vector, lexical[item.id])
-    best = max((similarity for _, similarity, _, _ in found.values()), default=-1.0)
-    # Built once, whole (a search makes ~60; dataclasses.replace costs several times a
-    # construction).
-    return [
-        Candidate(item, similarity, vector, bm25, behind=max(best - similarity, 0.0))
-        for item, similarity, vector, bm25 in found.values()
-    ]
+        if item.id not in pool and vector is not None:
+            pool[item.id] = Candidate(item, float(vector @ probe), vector, lexical[item.id])
+    members = list(pool.values())
+    return ranked_behind(members, members)
 
 
 def ranked_behind(candidates: Sequence[Candidate], pool: Sequence[Candidate]) -> list[Candidate]:
     """``candidates`` with how far each cosine is behind the best of ``pool``'s: how near
     each comes to the model's own first choice among what the query found."""
     best = max((c.similarity for c in pool), default=-1.0)
+    # Constructed, not dataclasses.replace'd: that costs several constructions, ~60 a search.
     return [
         Candidate(
             c.item, c.similarity, c.vector, c.lexical, c.neighbour, max(best - c.similarity, 0.0)

@@ -108,7 +108,7 @@ def open_search_table(
     path = folder / f"{name}.lance"
     if io_uring and not kernel_allows():
         log.info("io_uring_unavailable", reason="the kernel refused io_uring_setup")
-    if io_uring and kernel_allows():
+    elif io_uring:
         os.environ.setdefault("LANCE_URING_POLL_TIMEOUT_MS", POLL_MS)
         try:
             return _opened(uring_uri(path), session, io_uring=True)
