@@ -197,6 +197,30 @@ async def test_a_new_store_filled_back_to_back_is_maintained_before_half_its_row
     assert seen == [30, 60, 90, 0, 30, 60, 90, 0]
 
 
+
+async def test_a_small_store_left_with_a_tenth_of_its_rows_unindexed_is_maintained_once_calm(
+    make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    """The rows an ingest leaves past its last maintenance: a tenth of a small store (at
+    least twenty) makes maintenance due at the next calm, as a thousand rows do at any size.
+    They used to wait for 25 more writes; every search meanwhile read them all unindexed
+    (conv-26 over MCP: 201 of 419 rows, 9 ms of Lance's CPU a search against 4.5)."""
+    settings = make_settings(storage={"optimize_every_writes": 10_000})
+    with anyio.fail_after(60):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            storage = engine._require_storage()
+            with engine._foreground.busy():
+                for batch in range(10):
+                    texts = [f"note {batch}-{n} on the exporter" for n in range(30)]
+                    await engine.store_many([NewItem(t, ContextType.OUTPUT) for t in texts])
+                    await storage.call(FlushUsage(), timeout=60)  # after any maintenance
+            # 300 rows, maintained at 120 and 240 (half unindexed): 60 left, a fifth.
+            assert storage.store.unindexed_rows == 60
+            with anyio.fail_after(10):
+                while storage.store.unindexed_rows:
+                    await anyio.sleep(0.05)
+            assert (await engine.stats()).items == 300
+
 async def test_overdue_maintenance_under_load_runs_at_the_writers_priority(
     make_settings: SettingsFactory, shared_model: Loader, monkeypatch: pytest.MonkeyPatch
 ) -> None:

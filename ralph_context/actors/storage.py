@@ -54,7 +54,7 @@ from ralph_context.actors.storage_requests import (
     VectorHit,
 )
 from ralph_context.actors.storage_unwritable import WriteFault
-from ralph_context.actors.storage_writes import StorageWrites
+from ralph_context.actors.storage_writes import UNINDEXED_DUE, StorageWrites
 from ralph_context.config import StorageSettings
 from ralph_context.errors import ModelMismatch, RalphContextError, StoreError, StoreLocked
 from ralph_context.object_location import Location
@@ -76,10 +76,6 @@ _READERS = 8
 
 # Compaction runs even with requests in flight once this many cadences of writes are due.
 _OVERDUE = 4
-# Rows no index covers yet (added or rewritten since the last compaction): due at the
-# first (every search scans them, ~6 ms more per 1,000 at 100k items), overdue at the
-# second or at half the store (StorageWrites._unindexed_overdue).
-_UNINDEXED_ROWS, _UNINDEXED_OVERDUE = 1_000, 4_000
 
 
 class StorageActor(StorageReads, StorageWrites):
@@ -335,10 +331,9 @@ class StorageActor(StorageReads, StorageWrites):
         if self._store is None or self.read_only or self._maintaining or paused:
             return False
         cadence = self.settings.optimize_every_writes
-        unindexed = self.store.unindexed_rows
-        if self._writes >= _OVERDUE * cadence or self._unindexed_overdue(_UNINDEXED_OVERDUE):
+        if self._writes >= _OVERDUE * cadence or self._unindexed_past(overdue=True):
             return True
-        due = self._writes >= cadence or unindexed >= _UNINDEXED_ROWS or self.store.index_due()
+        due = self._writes >= cadence or self._unindexed_past() or self.store.index_due()
         if due and not self.foreground.calm and not waited_out:
             self.want_maintenance()  # asked again once calm or waited out (settle.py)
         return due and (self.foreground.calm or waited_out)
@@ -349,7 +344,7 @@ class StorageActor(StorageReads, StorageWrites):
             return False
         return (
             2 * self._writes >= self.settings.optimize_every_writes
-            or 2 * self.store.unindexed_rows >= _UNINDEXED_ROWS
+            or 2 * self.store.unindexed_rows >= UNINDEXED_DUE[0]
         )
 
     async def _maintain(

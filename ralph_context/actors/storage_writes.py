@@ -55,8 +55,11 @@ _USAGE_FLUSH_EVERY = 30.0  # seconds
 # versions each pass makes itself are the next one's to drop, a retention window later
 # (measured: after two, a compaction's old files were still held by one version).
 SETTLE_PASSES = 3
-# Unindexed rows below this never make maintenance overdue (see _unindexed_overdue).
-_SMALL_UNINDEXED = 100
+
+# Rows no index covers yet (added or rewritten since the last compaction), as (at most, share
+# of the store, at least): maintenance is due at a thousand or a tenth of the store (each
+# search scans them, ~6 ms more per 1,000 at 100k items), overdue at 4,000 or half of it.
+UNINDEXED_DUE, _UNINDEXED_OVERDUE = (1_000, 10, 20), (4_000, 2, 100)
 
 
 class StorageWrites(Actor[StorageRequest, object]):
@@ -105,15 +108,18 @@ class StorageWrites(Actor[StorageRequest, object]):
         self._wanted = anyio.Event()
         await self._wanted.wait()
 
-    def _unindexed_overdue(self, at_most: int) -> bool:
-        """Whether the rows no index covers are past ``at_most``, or half the store and at
-        least a hundred: then maintenance runs without waiting for calm. A new store filled
-        back to back had none of its rows under the full-text index until a pause (conv-26,
-        419 items in 16 batches: a search 16.7 ms and 23.5 ms of CPU; 6.4 and 8.1 once
-        maintained). A small store maintains quickly (~25 ms at 419 items, ~120 at 5k); the
-        rule maintains a growing store at 100, 200, 400, 800, ... rows."""
+    def _unindexed_past(self, *, overdue: bool = False) -> bool:
+        """Whether the rows no index covers make maintenance due (or ``overdue``). Every
+        search reads those rows without an index (a flat full-text pass), so a small store
+        pays for a few hundred as a large one does for a thousand. conv-26 over MCP, 201 of
+        419 rows unindexed after its ingest: 9 ms of Lance's CPU a search, 4.5 once
+        maintained; the 201 stayed until 25 more writes came. A new store filled back to
+        back (16 batches) had none of its rows under the full-text index until a pause: a
+        search 16.7 ms, 6.4 once maintained. A small store maintains quickly (~25 ms at 419
+        items, ~120 at 5k)."""
+        at_most, share, at_least = _UNINDEXED_OVERDUE if overdue else UNINDEXED_DUE
         unindexed, rows = self.store.unindexed_rows, self.store.searched_rows
-        return unindexed >= min(at_most, max(_SMALL_UNINDEXED, rows // 2))
+        return unindexed >= min(at_most, max(at_least, rows // share))
 
     def maintain_if_due(self, *, waited_out: bool = False) -> bool:
         """Queue the check that runs a due maintenance if the loop is calm, or whatever the
