@@ -37,6 +37,20 @@ async def add_output(storage: StorageActor, text: str) -> None:
     await storage.add_items([(item, None)])
 
 
+async def fill_while_busy(engine: Engine, *, batches: int, topic: str) -> list[int]:
+    """``batches`` writes of 30 items with a request always in flight; the rows no index
+    covers after each (read once any maintenance it set off has run)."""
+    storage = engine._require_storage()
+    seen = []
+    with engine._foreground.busy():
+        for batch in range(batches):
+            texts = [f"note {batch}-{n} on the {topic}" for n in range(30)]
+            await engine.store_many([NewItem(t, ContextType.OUTPUT) for t in texts])
+            await storage.call(FlushUsage(), timeout=60)  # after any maintenance
+            seen.append(storage.store.unindexed_rows)
+    return seen
+
+
 async def test_a_search_answers_while_a_write_is_still_running(
     make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
@@ -185,14 +199,7 @@ async def test_a_new_store_filled_back_to_back_is_maintained_before_half_its_row
     settings = make_settings(storage={"optimize_every_writes": 10_000})
     with anyio.fail_after(60):
         async with Engine(settings, model_loader=shared_model) as engine:
-            storage = engine._require_storage()
-            seen = []
-            with engine._foreground.busy():
-                for batch in range(8):
-                    texts = [f"note {batch}-{n} on the importer" for n in range(30)]
-                    await engine.store_many([NewItem(t, ContextType.OUTPUT) for t in texts])
-                    await storage.call(FlushUsage(), timeout=60)  # after any maintenance
-                    seen.append(storage.store.unindexed_rows)
+            seen = await fill_while_busy(engine, batches=8, topic="importer")
     # 30 a batch: maintained at 120 rows (120 unindexed) and at 240 (120 of 240).
     assert seen == [30, 60, 90, 0, 30, 60, 90, 0]
 
@@ -208,11 +215,7 @@ async def test_a_small_store_left_with_a_tenth_of_its_rows_unindexed_is_maintain
     with anyio.fail_after(60):
         async with Engine(settings, model_loader=shared_model) as engine:
             storage = engine._require_storage()
-            with engine._foreground.busy():
-                for batch in range(10):
-                    texts = [f"note {batch}-{n} on the exporter" for n in range(30)]
-                    await engine.store_many([NewItem(t, ContextType.OUTPUT) for t in texts])
-                    await storage.call(FlushUsage(), timeout=60)  # after any maintenance
+            await fill_while_busy(engine, batches=10, topic="exporter")
             # 300 rows, maintained at 120 and 240 (half unindexed): 60 left, a fifth.
             assert storage.store.unindexed_rows == 60
             for _ in range(200):  # 10 s at most
@@ -293,10 +296,12 @@ async def test_rows_no_index_covers_make_compaction_due_before_the_write_cadence
             storage = engine._require_storage()
             items = [
                 (ContextItem(content=f"note {n}", content_type=ContextType.OUTPUT), None)
-                for n in range(600)
+                for n in range(6_600)
             ]
-            stored = await storage.add_items(items)
-            # 600 rows, one write: not yet due (the bar is 1,000 rows).
+            await storage.add_items(items[:6_000])
+            await engine.maintain()  # every row indexed
+            stored = await storage.add_items(items[6_000:])
+            # 600 new rows, one write: not yet due (the bar is a tenth of the store, 660).
             unindexed_before = storage.store.unindexed_rows
             await storage.set_state([i.id for i in stored[:500]], ContextState.AGING)
             # Compaction runs in the writer's lane right after it answered: a request

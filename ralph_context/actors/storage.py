@@ -54,7 +54,7 @@ from ralph_context.actors.storage_requests import (
     VectorHit,
 )
 from ralph_context.actors.storage_unwritable import WriteFault
-from ralph_context.actors.storage_writes import UNINDEXED_DUE, StorageWrites
+from ralph_context.actors.storage_writes import StorageWrites
 from ralph_context.config import StorageSettings
 from ralph_context.errors import ModelMismatch, RalphContextError, StoreError, StoreLocked
 from ralph_context.object_location import Location
@@ -342,10 +342,7 @@ class StorageActor(StorageReads, StorageWrites):
         """Half-way to the first maintenance: time to start the process it runs in."""
         if self._store is None or self.read_only:
             return False
-        return (
-            2 * self._writes >= self.settings.optimize_every_writes
-            or 2 * self.store.unindexed_rows >= UNINDEXED_DUE[0]
-        )
+        return 2 * self._writes >= self.settings.optimize_every_writes or self._unindexed_near()
 
     async def _maintain(
         self,

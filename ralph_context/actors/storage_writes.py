@@ -59,7 +59,8 @@ SETTLE_PASSES = 3
 # Rows no index covers yet (added or rewritten since the last compaction), as (at most, share
 # of the store, at least): maintenance is due at a thousand or a tenth of the store (each
 # search scans them, ~6 ms more per 1,000 at 100k items), overdue at 4,000 or half of it.
-UNINDEXED_DUE, _UNINDEXED_OVERDUE = (1_000, 10, 20), (4_000, 2, 100)
+_UNINDEXED_ROWS = 1_000
+_UNINDEXED_DUE, _UNINDEXED_OVERDUE = (_UNINDEXED_ROWS, 10, 20), (4 * _UNINDEXED_ROWS, 2, 100)
 
 
 class StorageWrites(Actor[StorageRequest, object]):
@@ -117,9 +118,13 @@ class StorageWrites(Actor[StorageRequest, object]):
         back (16 batches) had none of its rows under the full-text index until a pause: a
         search 16.7 ms, 6.4 once maintained. A small store maintains quickly (~25 ms at 419
         items, ~120 at 5k)."""
-        at_most, share, at_least = _UNINDEXED_OVERDUE if overdue else UNINDEXED_DUE
+        at_most, share, at_least = _UNINDEXED_OVERDUE if overdue else _UNINDEXED_DUE
         unindexed, rows = self.store.unindexed_rows, self.store.searched_rows
         return unindexed >= min(at_most, max(at_least, rows // share))
+
+    def _unindexed_near(self) -> bool:
+        """Half-way to the thousand unindexed rows that make maintenance due at any size."""
+        return 2 * self.store.unindexed_rows >= _UNINDEXED_ROWS
 
     def maintain_if_due(self, *, waited_out: bool = False) -> bool:
         """Queue the check that runs a due maintenance if the loop is calm, or whatever the
