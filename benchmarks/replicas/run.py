@@ -225,6 +225,8 @@ async def writes_phase(
         "writes": total,
         "timed": timed,
         "acknowledged": len(acknowledged),
+        # What the reader found in all: a loss with ``found`` 0 is a read that saw nothing.
+        "found": len(found),
         "errors": len(errors),
         # What the refused writes said (a timeout under load, a conflict given up on).
         "error_samples": sorted(set(errors))[:5],

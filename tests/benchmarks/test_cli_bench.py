@@ -202,7 +202,7 @@ def test_bench_replicas_shares_a_store_on_a_local_s3_endpoint(tmp_path: Path) ->
     assert [w["replicas"] for w in results["writes"]] == [1, 2, 4]
     for run in results["writes"]:
         # Two clients a replica, each 3 warm-up writes and the 2 timed ones.
-        assert run["acknowledged"] == run["writes"] == 10 * run["replicas"]
+        assert run["acknowledged"] == run["writes"] == run["found"] == 10 * run["replicas"]
         assert run["timed"] == run["write_ms"]["n"] == 4 * run["replicas"]
         assert (run["lost"], run["duplicated"], run["errors"]) == (0, 0, 0)
         # Counted in moto's request log: at least its key's claim and, shared with the
