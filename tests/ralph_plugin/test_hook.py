@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 from ralph_orchestrator.adapters.base import ToolResponse
 
 from ralph_context import Engine
-from ralph_context.models import ContextType, Tier
+from ralph_context.embeddings.local import LocalEmbedder, Vectors
+from ralph_context.models import ContextType, RetrievalResult, Tier
 from ralph_context.retrieval.injection import CONTEXT_HEADING
 from ralph_context_ralph import attach
 from tests.helpers import Loader, SettingsFactory
@@ -91,6 +94,54 @@ def test_a_failed_iteration_is_stored_as_an_error_and_steers_the_next_prompt(
             assert not first.success and first.error == error
 
     anyio.run(stored)
+
+
+class _CountingModel:
+    """The shared model, every text it embeds logged (the model is shared between tests:
+    wrapped, not patched)."""
+
+    def __init__(self, model: LocalEmbedder) -> None:
+        self._model = model
+        self.embedded: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def embed(self, texts: Sequence[str], batch_size: int, *, query: bool = False) -> Vectors:
+        self.embedded.extend(texts)
+        return self._model.embed(texts, batch_size, query=query)
+
+
+def test_the_next_query_is_embedded_while_the_result_is_stored(
+    ralph_workdir: Path, make_settings: SettingsFactory, shared_model: Loader
+) -> None:
+    """Ralph asks for the next prompt as soon as the result is stored: the retrieval it
+    makes finds its query's vector made, whether the iteration failed or not."""
+    model = _CountingModel(shared_model(make_settings().embeddings))
+    engine = Engine(make_settings(), model_loader=lambda _s: cast(LocalEmbedder, model))
+    during_search: list[list[str]] = []
+    search = engine.search
+
+    async def counted(query: str, **options: Any) -> RetrievalResult:
+        before = len(model.embedded)
+        try:
+            return await search(query, **options)
+        finally:
+            during_search.append(model.embedded[before:])
+
+    engine.search = counted  # type: ignore[method-assign]
+    failed = ToolResponse(success=False, output="", error="ImportError: no module named billing")
+    orchestrator, _ = make_orchestrator(
+        ralph_workdir, TASK, [FACT, failed, UNRELATED, FACT], iterations=4
+    )
+    handle = run_attached(orchestrator, engine)
+    assert [r.tier for r in handle.tiers] == [Tier.SEMANTIC] * 4
+    # The first retrieval embeds its query; the next three find theirs already made.
+    assert len(during_search) == 4
+    assert len(during_search[0]) == 1
+    assert during_search[1:] == [[], [], []]
+    # Each text was embedded once: the output's vector was not made twice either.
+    assert len(model.embedded) == len(set(model.embedded))
 
 
 def test_detach_restores_ralph_and_stops_the_engine(

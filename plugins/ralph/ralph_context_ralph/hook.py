@@ -87,6 +87,7 @@ class Handle:
     _wrapped: list[_Wrapped] = field(default_factory=list)
     _last_output: str = ""
     _last_error: str = ""
+    _last_prompt: str = ""
 
     @property
     def current_tier(self) -> Tier | None:
@@ -115,6 +116,7 @@ class Handle:
         return f"{prompt}\n\n{section}" if section else prompt
 
     def _serve(self, prompt: str) -> Served:
+        self._last_prompt = prompt
         iteration = self._iteration()
         key = task_key(self.task or _task_of(self.orchestrator, prompt))
         retrieval = self.settings.retrieval
@@ -175,6 +177,8 @@ class Handle:
             result,
             output if output.strip() else None,
             {"iteration": iteration, "adapter": adapter_name},
+            # The next prompt is most likely this one again (Ralph's prompt file).
+            next_query=self._query(self._last_prompt) if self._last_prompt else None,
         )
         try:
             await self.bridge.arecord(record)
