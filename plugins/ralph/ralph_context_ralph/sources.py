@@ -104,7 +104,7 @@ class _EngineSession:
 
         async def output(text: str, group: anyio.abc.TaskGroup) -> None:
             if record.next_query:
-                await self.engine.embed([text])  # cached by content: the store finds it
+                await self._prepare(text)  # cached by content: the store finds it
                 group.start_soon(self._prepare, record.next_query)
             await self.engine.store(
                 text,
@@ -125,13 +125,13 @@ class _EngineSession:
         except ExceptionGroup as failed:
             raise _first(failed) from None
 
-    async def _prepare(self, query: str) -> None:
-        """Embed ``query`` into the engine's cache; a failure only means it is embedded
+    async def _prepare(self, text: str) -> None:
+        """Embed ``text`` into the engine's cache; a failure only means it is embedded
         again when asked (never a failed record)."""
         try:
-            await self.engine.embed([query])
+            await self.engine.embed([text])
         except Exception as exc:
-            log.info("next_query_not_prepared", error=repr(exc))
+            log.info("vector_not_prepared", error=repr(exc))
 
 
 class EngineSource:
