@@ -175,8 +175,10 @@ def _cached(table: Any, build: Build, measure: str | None, cache: RowCache) -> p
     once the refresh interval has passed, or this replica's own maintenance reloading the
     handle) can move the table to a version where the ids name no row: compaction writes
     rows under new addresses, and Lance's take leaves unknown addresses out without a word.
-    A ``bench replicas`` reader once found none of 172 acknowledged items that way. So when
-    any row is missing, the query runs again whole: its rows in one scan, at one version.
+    Shown on a real table compacted between the two reads (every row of the page gone), and
+    the likely way a ``bench replicas`` reader once found none of 172 acknowledged items (not
+    reproduced). So when any row is missing, the query runs again whole: its rows in one
+    scan, at one version.
     """
     # The measure named: Lance warns on every query whose projection leaves it out.
     found = _run(
