@@ -7,6 +7,7 @@ order of events (a search answers while a write is still running), never a durat
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -236,10 +237,12 @@ async def test_overdue_maintenance_under_load_runs_at_the_writers_priority(
     child_asked = threading.Event()
     real = UpkeepWorker._ask
 
-    def ask(self: UpkeepWorker, request: dict[str, Any]) -> dict[str, Any] | None:
+    def ask(
+        self: UpkeepWorker, request: dict[str, Any], hurry: Callable[[], bool]
+    ) -> dict[str, Any] | None:
         asked.append(request["op"])
         child_asked.set()
-        return real(self, request)
+        return real(self, request, hurry)
 
     monkeypatch.setattr(UpkeepWorker, "_ask", ask)
     settings = make_settings(storage={"optimize_every_writes": 2})
@@ -352,12 +355,14 @@ async def test_a_write_queued_behind_calm_maintenance_hurries_the_rest_of_it(
     started, queued = threading.Event(), threading.Event()
     real_ask, real_run = UpkeepWorker._ask, upkeep_worker.run_operation
 
-    def ask(self: UpkeepWorker, request: dict[str, Any]) -> dict[str, Any] | None:
+    def ask(
+        self: UpkeepWorker, request: dict[str, Any], hurry: Callable[[], bool]
+    ) -> dict[str, Any] | None:
         asked.append(request["op"])
         if len(asked) == 1:
             started.set()
             queued.wait(30)
-        return real_ask(self, request)
+        return real_ask(self, request, hurry)
 
     def run_here(request: dict[str, Any]) -> None:
         here.append(request["op"])

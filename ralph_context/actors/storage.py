@@ -62,7 +62,7 @@ from ralph_context.runtime import Envelope, Foreground, PermanentFailure
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.requests import Claim
 from ralph_context.storage.rewrite import rewrite_rows
-from ralph_context.storage.upkeep_worker import at_normal_priority, hurried_when
+from ralph_context.storage.upkeep_worker import at_normal_priority, hurried_when, worker
 
 # The requests and hits callers use are also importable from here.
 __all__ = ["AddItems", "Adjacent", "FlushUsage", "StorageActor", "TextHit", "VectorHit"]
@@ -111,6 +111,8 @@ class StorageActor(StorageReads, StorageWrites):
         super().__init__("storage", inbox_size=512, max_batch=256)
         self.lock_at = lock_at
         self.foreground = foreground or Foreground()
+        if location is not None and not read_only:  # its upkeep child gives way (give_way)
+            self.foreground.on_change = worker().give_way.busy
         self.settings = settings
         self.location = location
         self.model = model
@@ -222,7 +224,9 @@ class StorageActor(StorageReads, StorageWrites):
                 return None
             case Maintain(reclaim, scrub, settle):
                 if settle:  # a settling pass keeps old files no append could need
-                    return await maintain_beside_appends(self, lambda: self._maintain(settle=True))
+                    return await maintain_beside_appends(
+                        self, lambda: self._maintain(settle=True), foreground=self.foreground
+                    )
                 # A scrub is awaited by its caller: at the writer's priority.
                 return await self._maintain(reclaim, scrub, urgent=scrub)
             case MaintainIfDue():
@@ -290,7 +294,9 @@ class StorageActor(StorageReads, StorageWrites):
             # leave over (upkeep_worker.at_normal_priority). Appends run beside (storage_beside).
             urgent = not self.foreground.calm
             self._writes, self._maintaining = 0, True  # from now: no second one is due
-            await maintain_beside_appends(self, lambda: self._maintain_unasked(urgent))
+            await maintain_beside_appends(
+                self, lambda: self._maintain_unasked(urgent), foreground=self.foreground
+            )
 
     async def _commit_together(self, run: Sequence[Envelope[StorageRequest, object]]) -> bool:
         """One commit for a run of appends of several callers; False (nothing answered)

@@ -8,7 +8,7 @@ request competes at most with the one step already under way, never with a whole
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import anyio
@@ -23,10 +23,16 @@ class Foreground:
         settle: Seconds without a foreground request that count as quiet. A loop stores an
             iteration's result and asks for the next prompt at once: without the pause, a
             pass queued by the store would start its first reads inside the next search.
+        on_change: Told ``True`` when a request starts with none in flight, ``False`` when
+            the last one ends: work outside this process's event loop gives way too (the
+            upkeep child, storage.give_way). It must not raise.
     """
 
-    def __init__(self, *, settle: float = 0.05) -> None:
+    def __init__(
+        self, *, settle: float = 0.05, on_change: Callable[[bool], None] | None = None
+    ) -> None:
         self.settle = settle
+        self.on_change = on_change
         self._active = 0
         self._ended = -float("inf")
         self._idle: anyio.Event | None = None
@@ -45,11 +51,15 @@ class Foreground:
     def busy(self) -> Iterator[None]:
         """Mark a foreground request for the length of the ``with`` block."""
         self._active += 1
+        if self._active == 1 and self.on_change is not None:
+            self.on_change(True)
         try:
             yield
         finally:
             self._active -= 1
             self._ended = anyio.current_time()
+            if not self._active and self.on_change is not None:
+                self.on_change(False)
             if not self._active and self._idle is not None:
                 self._idle.set()
                 self._idle = None

@@ -6,6 +6,8 @@ writer's process they ran on the same pools, at the same priority, as the search
 meant to give way to (a loop's retrieval took p50 56 / p99 101 ms at 100k items while
 maintenance ran beside it, against ~22 / 32 ms without). In a child started with ``nice
 19`` the kernel hands the cores to the searches first; the child only uses what they leave.
+Priority does not cover what two virtual cores share, so while a request is in flight the
+child is also stopped outright, within bounds (``give_way``).
 
 The child is not a second writer: the writer's storage actor sends one operation, waits for
 its answer and writes nothing meanwhile (its writes queue in its inbox). Each operation opens
@@ -26,6 +28,7 @@ import select
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
@@ -34,6 +37,7 @@ from typing import IO, Any
 
 from ralph_context._logging import get_logger
 from ralph_context.runtime.heap import limit_malloc_arenas
+from ralph_context.storage.give_way import GiveWay
 from ralph_context.storage.private import keep_private
 
 __all__ = [
@@ -55,6 +59,8 @@ NICENESS = 19
 # the writer waits for it, so a hung child must not hold the store's writes forever.
 # Compaction after a mass delete at 1M items takes tens of seconds at worst.
 DEADLINE_SECONDS = 600.0
+# How often a wait for the child's answer looks whether it has given way long enough.
+_LOOK_EVERY = 0.05
 # A share of deleted rows past which compaction rewrites a file without them (see upkeep).
 _DELETIONS_THRESHOLD = 0.5
 
@@ -99,6 +105,8 @@ class UpkeepWorker:
     def __init__(self, deadline: float = DEADLINE_SECONDS) -> None:
         self.deadline = deadline
         self._lock = threading.Lock()
+        # Stopped while the loop's requests are in flight (see give_way).
+        self.give_way = GiveWay()
         self._process: subprocess.Popen[str] | None = None
         self._failed = False
 
@@ -135,14 +143,14 @@ class UpkeepWorker:
             run_operation(request)
             return
         with self._lock:
-            answer = self._ask(request)
+            answer = self._ask(request, hurry or _never)
         if answer is None:
             run_operation(request)
             return
         if "error" in answer:
             raise RuntimeError(f"upkeep {request['op']} failed: {answer['error']}")
 
-    def _ask(self, request: dict[str, Any]) -> dict[str, Any] | None:
+    def _ask(self, request: dict[str, Any], hurry: Callable[[], bool]) -> dict[str, Any] | None:
         process = self._ensure()
         if process is None:
             return None
@@ -150,10 +158,13 @@ class UpkeepWorker:
         try:
             process.stdin.write(json.dumps(request) + "\n")
             process.stdin.flush()
-            answered = _readable(process.stdout, self.deadline)
+            self.give_way.started(process.pid)
+            answered = self._answered(process.stdout, hurry)
             line = process.stdout.readline() if answered else ""
         except OSError:  # the child is gone (a broken pipe)
             answered, line = True, ""
+        finally:
+            self.give_way.ended()
         if not answered:
             log.error("upkeep_worker_hung", op=request["op"], deadline=self.deadline)
             self._stop(process)
@@ -164,6 +175,16 @@ class UpkeepWorker:
             return None
         answer: dict[str, Any] = json.loads(line)
         return answer
+
+    def _answered(self, answers: IO[str], hurry: Callable[[], bool]) -> bool:
+        """Wait for the child's answer (False past ``deadline``), letting it go on when
+        it has given way long enough (give_way)."""
+        deadline = time.monotonic() + self.deadline
+        while (left := deadline - time.monotonic()) > 0:
+            if _readable(answers, min(left, _LOOK_EVERY)):
+                return True
+            self.give_way.check(hurried=hurry())
+        return False
 
     def _ensure(self) -> subprocess.Popen[str] | None:
         if self._process is not None:
@@ -181,6 +202,9 @@ class UpkeepWorker:
                 stderr=subprocess.DEVNULL,
                 text=True,
                 bufsize=1,
+                # A group of its own: if this process dies while the child is stopped
+                # (give_way), the kernel continues it and hangs it up (it ends).
+                process_group=0,
             )
         except OSError as exc:
             log.warning("upkeep_worker_unavailable", error=str(exc))
@@ -218,6 +242,10 @@ def _readable(stream: IO[str], timeout: float) -> bool:
 # Set by hurried_when() and at_normal_priority(): an operation runs in the calling process
 # when this check is true as it starts.
 _HURRY: ContextVar[Callable[[], bool] | None] = ContextVar("upkeep_hurry", default=None)
+
+
+def _never() -> bool:
+    return False
 
 
 @contextmanager
