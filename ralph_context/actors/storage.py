@@ -365,7 +365,9 @@ class StorageActor(StorageReads, StorageWrites):
         def maintain() -> MaintenanceReport:
             # Requests waiting for a calm maintenance hurry the rest of it (appends do not
             # wait: they are served beside it).
-            hurry = hurried_when(lambda: self.queued > 0 or self.behind > 0)
+            hurry = hurried_when(
+                lambda: self.queued > 0 or self.behind > 0, waited_on=lambda: self.behind > 0
+            )
             with at_normal_priority() if urgent else hurry:
                 if scrub:
                     return self.store.scrub()

@@ -11,10 +11,11 @@ maintenance took no longer than the rest, and the loop's retrieval p99 went from
 
 It is never stopped for long: after :data:`MAX_PAUSE` seconds within one run of requests
 it goes on until the requests have all ended (a steady stream of requests cannot starve
-it), and it is not stopped while a caller waits for the maintenance itself (``hurried``:
-the writer then needs the child's answer). If this process dies while the child is
-stopped, the kernel sends the child's process group, now orphaned, SIGHUP then SIGCONT:
-the child is started in a group of its own for that (``upkeep_worker``), and it ends.
+it), and it is not stopped while a caller waits for the maintenance itself (``waited_on``,
+from ``upkeep_worker.hurried_when``: the writer then needs the child's answer). If this
+process dies while the child is stopped, the kernel sends the child's process group, now
+orphaned, SIGHUP then SIGCONT: the child is started in a group of its own for that
+(``upkeep_worker``), and it ends.
 """
 
 from __future__ import annotations
@@ -64,12 +65,13 @@ class GiveWay:
             if self._busy:
                 self._stop()
 
-    def check(self, *, hurried: bool) -> None:
+    def check(self, *, waited_on: bool) -> None:
         """Called while the operation is awaited: continue the child once it has been
-        stopped for ``max_pause``, or at once when a caller waits for the maintenance."""
+        stopped for ``max_pause``, or at once when a caller waits for the maintenance
+        (``waited_on``)."""
         with self._lock:
             since = self._stopped_at
-            if since is not None and (hurried or time.monotonic() - since >= self.max_pause):
+            if since is not None and (waited_on or time.monotonic() - since >= self.max_pause):
                 self._waived = True
                 self._continue()
 

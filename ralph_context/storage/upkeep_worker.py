@@ -143,14 +143,14 @@ class UpkeepWorker:
             run_operation(request)
             return
         with self._lock:
-            answer = self._ask(request, hurry or _never)
+            answer = self._ask(request, _WAITED_ON.get() or _never)
         if answer is None:
             run_operation(request)
             return
         if "error" in answer:
             raise RuntimeError(f"upkeep {request['op']} failed: {answer['error']}")
 
-    def _ask(self, request: dict[str, Any], hurry: Callable[[], bool]) -> dict[str, Any] | None:
+    def _ask(self, request: dict[str, Any], waited_on: Callable[[], bool]) -> dict[str, Any] | None:
         process = self._ensure()
         if process is None:
             return None
@@ -159,7 +159,7 @@ class UpkeepWorker:
             process.stdin.write(json.dumps(request) + "\n")
             process.stdin.flush()
             self.give_way.started(process.pid)
-            answered = self._answered(process.stdout, hurry)
+            answered = self._answered(process.stdout, waited_on)
             line = process.stdout.readline() if answered else ""
         except OSError:  # the child is gone (a broken pipe)
             answered, line = True, ""
@@ -176,14 +176,14 @@ class UpkeepWorker:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    def _answered(self, answers: IO[str], hurry: Callable[[], bool]) -> bool:
+    def _answered(self, answers: IO[str], waited_on: Callable[[], bool]) -> bool:
         """Wait for the child's answer (False past ``deadline``), letting it go on when
         it has given way long enough (give_way)."""
         deadline = time.monotonic() + self.deadline
         while (left := deadline - time.monotonic()) > 0:
             if _readable(answers, min(left, _LOOK_EVERY)):
                 return True
-            self.give_way.check(hurried=hurry())
+            self.give_way.check(waited_on=waited_on())
         return False
 
     def _ensure(self) -> subprocess.Popen[str] | None:
@@ -242,6 +242,8 @@ def _readable(stream: IO[str], timeout: float) -> bool:
 # Set by hurried_when() and at_normal_priority(): an operation runs in the calling process
 # when this check is true as it starts.
 _HURRY: ContextVar[Callable[[], bool] | None] = ContextVar("upkeep_hurry", default=None)
+# Set by hurried_when(): true while a caller waits for the maintenance itself (give_way).
+_WAITED_ON: ContextVar[Callable[[], bool] | None] = ContextVar("upkeep_waited_on", default=None)
 
 
 def _never() -> bool:
@@ -249,16 +251,23 @@ def _never() -> bool:
 
 
 @contextmanager
-def hurried_when(check: Callable[[], bool]) -> Iterator[None]:
+def hurried_when(
+    check: Callable[[], bool], *, waited_on: Callable[[], bool] | None = None
+) -> Iterator[None]:
     """Within the block (in this thread), each upkeep operation goes to the niced child
     unless ``check()`` is true when it starts; then it runs here, at the writer's priority.
     For maintenance begun in calm: when requests arrive meanwhile, searches starve the child
     while the writes wait for the maintenance to end (a priority inversion); the operation
-    under way finishes in the child, the rest run here."""
-    token = _HURRY.set(check)
+    under way finishes in the child, the rest run here.
+
+    ``waited_on``: true while a caller waits for the maintenance itself; the child then
+    does not give way to requests (give_way). A request only queued is not one: an append
+    is served beside the maintenance within milliseconds."""
+    token, waited = _HURRY.set(check), _WAITED_ON.set(waited_on)
     try:
         yield
     finally:
+        _WAITED_ON.reset(waited)
         _HURRY.reset(token)
 
 

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -102,10 +103,10 @@ def test_a_steady_stream_of_requests_stops_it_once_and_only_for_max_pause(
     child: subprocess.Popen[bytes],
 ) -> None:
     give_way = held(child, max_pause=1.0)
-    give_way.check(hurried=False)
+    give_way.check(waited_on=False)
     assert state(child.pid) == "T"  # not yet stopped for max_pause
     time.sleep(1.05)
-    give_way.check(hurried=False)
+    give_way.check(waited_on=False)
     assert wait_for(lambda: state(child.pid) != "T")
     give_way.busy(True)  # more requests in the same run: it keeps going
     assert not give_way.stopped
@@ -119,7 +120,7 @@ def test_a_caller_waiting_for_the_maintenance_lets_it_go_on_at_once(
     child: subprocess.Popen[bytes],
 ) -> None:
     give_way = held(child, max_pause=60)
-    give_way.check(hurried=True)
+    give_way.check(waited_on=True)
     assert wait_for(lambda: state(child.pid) != "T")
 
 
@@ -140,6 +141,40 @@ def test_a_real_operation_given_way_finishes_once_the_bound_has_passed(tmp_path:
     finally:
         upkeep.close()
     assert held >= 0.5
+
+
+def test_a_caller_waiting_for_the_maintenance_ends_the_pause_a_queued_request_does_not(
+    tmp_path: Path,
+) -> None:
+    """``hurried_when``'s two checks: a request only queued (an append, served beside the
+    maintenance within milliseconds) leaves the child stopped; a caller kept waiting for the
+    maintenance lets it go on."""
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    store.add_items(_random_items(np.random.default_rng(7), 20, "a"))
+    upkeep = upkeep_worker.UpkeepWorker(deadline=120.0)
+    upkeep.give_way.max_pause = 60
+    queued, waiting = threading.Event(), threading.Event()
+    done = threading.Event()
+
+    def maintain() -> None:
+        with upkeep_worker.hurried_when(queued.is_set, waited_on=waiting.is_set):
+            upkeep.run({"op": "compact", "uri": str(store.items.uri)})
+        done.set()
+
+    try:
+        upkeep.run({"op": "compact", "uri": str(store.items.uri)})  # the child is up
+        upkeep.give_way.busy(True)
+        thread = threading.Thread(target=maintain)
+        thread.start()
+        assert wait_for(lambda: upkeep.give_way.stopped)
+        queued.set()
+        assert not done.wait(0.5)  # still stopped
+        waiting.set()
+        assert done.wait(30)
+        thread.join()
+        upkeep.give_way.busy(False)
+    finally:
+        upkeep.close()
 
 
 @pytest.mark.model
