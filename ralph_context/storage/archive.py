@@ -22,7 +22,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from lancedb.index import Bitmap, IvfSq
+from lancedb.index import Bitmap
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
@@ -31,7 +31,7 @@ from ralph_context.storage import json_metadata, reads
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.index_merge import merge_deltas
 from ralph_context.storage.schema import item_from_row, item_to_row, items_schema, writable
-from ralph_context.storage.upkeep import tidy
+from ralph_context.storage.upkeep import build_vector_index, tidy
 from ralph_context.storage.vectors import partitions, probes, vector_matrix
 
 __all__ = ["ARCHIVES", "ArchiveStore", "ArchivedItem"]
@@ -344,10 +344,7 @@ class ArchiveStore:
                 deltas = self._delta_rows.get(name, 0) + max(0, added)
                 self._delta_rows[name] = merge_deltas(table, deltas, self.options)
             elif rows >= index_from:
-                table.create_index(
-                    "vector",
-                    config=IvfSq(distance_type="cosine", num_partitions=partitions(rows)),
-                )
+                build_vector_index(table, partitions(rows), self.options)
                 self._delta_rows[name] = 0
                 indexed = True
             if indexed and ["reason"] not in columns:

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from lancedb.index import IvfSq
-
 from ralph_context import namespaces
 from ralph_context._logging import get_logger
 from ralph_context.storage import reads, upkeep_worker
@@ -20,7 +18,7 @@ from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
 from ralph_context.storage.index_merge import merge_deltas
 from ralph_context.storage.store_core import TEXT_BEARING, TEXT_INDEX, StoreCore
 from ralph_context.storage.tally import counts
-from ralph_context.storage.upkeep import in_memory, tidy
+from ralph_context.storage.upkeep import build_vector_index, in_memory, tidy
 from ralph_context.storage.vectors import partitions, probes
 
 log = get_logger("ralph_context.storage")
@@ -64,11 +62,7 @@ class StoreUpkeep(StoreCore):
     """Maintenance of the store's tables and indexes, and its stats."""
 
     def _build_vector_index(self, rows: int) -> None:
-        self.items.create_index(
-            "vector",
-            config=IvfSq(distance_type="cosine", num_partitions=partitions(rows)),
-            replace=True,
-        )
+        build_vector_index(self.items, partitions(rows), self.storage_options)
         self._vector_index, self._nprobes, self._indexed_rows = True, probes(rows), rows
         if self.model_id is not None:
             self._write_record()

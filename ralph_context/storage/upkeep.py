@@ -20,9 +20,30 @@ from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import Any
 
+from lancedb.index import IvfSq
+
 from ralph_context.storage.upkeep_worker import worker
 
-__all__ = ["in_memory", "kept_for_readers", "tidy"]
+__all__ = ["build_vector_index", "in_memory", "kept_for_readers", "tidy"]
+
+
+def build_vector_index(
+    table: Any, partitions: int, options: Mapping[str, str] | None = None
+) -> None:
+    """Train ``table``'s vector index (IVF_SQ, cosine, ``partitions`` lists), replacing any.
+
+    Training reads every vector and runs k-means: ~0.2 s at 5k rows, seconds at 100k. In
+    the writer's process it ran at the searches' priority (a search beside it: ~50 ms
+    against ~27); in the upkeep child it gives way to them like the rest of maintenance.
+    """
+    if in_memory(table):
+        table.create_index(
+            "vector", config=IvfSq(distance_type="cosine", num_partitions=partitions), replace=True
+        )
+        return
+    where = {"uri": str(table.uri), "options": dict(options or {})}
+    worker().run({"op": "vector_index", **where, "partitions": partitions})
+    table.checkout_latest()  # LanceDB's handle does not look for other libraries' commits
 
 
 def in_memory(table: Any) -> bool:

@@ -72,7 +72,8 @@ def run_operation(request: dict[str, Any]) -> None:
     Operations: ``compact`` (optional ``deletions_threshold``: the share of deleted rows
     past which a file is rewritten without them; 0 rewrites every file holding one, as a
     scrub needs); ``optimize_indices`` (``names``, optional ``merge``: how many
-    index pieces to merge into one); ``cleanup`` (``older_than_seconds``,
+    index pieces to merge into one); ``vector_index`` (``partitions``: train the vector
+    column's IVF_SQ cosine index, replacing any); ``cleanup`` (``older_than_seconds``,
     ``delete_unverified``).
     """
     import lance
@@ -89,6 +90,16 @@ def run_operation(request: dict[str, Any]) -> None:
             if request.get("merge") is not None:
                 options["num_indices_to_merge"] = int(request["merge"])
             dataset.optimize.optimize_indices(**options)
+        case "vector_index":
+            # LanceDB's IvfSq(distance_type="cosine", num_partitions=n): the same index,
+            # named as LanceDB names it (its defaults for sampling and k-means are Lance's).
+            dataset.create_index(
+                "vector",
+                index_type="IVF_SQ",
+                metric="cosine",
+                num_partitions=int(request["partitions"]),
+                replace=True,
+            )
         case "cleanup":
             dataset.cleanup_old_versions(
                 older_than=timedelta(seconds=float(request["older_than_seconds"])),

@@ -7,6 +7,7 @@ import os
 import signal
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -84,8 +85,17 @@ def test_iterations_are_kept_and_drive_the_clock(tmp_path: Path) -> None:
 
 
 def test_maintenance_compacts_and_builds_the_vector_index_past_the_threshold(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The index is trained in the upkeep child (where it gives way to searches)."""
+    ops: list[str] = []
+    run = upkeep_worker.UpkeepWorker.run
+
+    def recorded(self: upkeep_worker.UpkeepWorker, request: dict[str, Any]) -> None:
+        ops.append(request["op"])
+        run(self, request)
+
+    monkeypatch.setattr(upkeep_worker.UpkeepWorker, "run", recorded)
     store = LanceStore(tmp_path, model_id="m", dimension=4, vector_index_min_rows=256)
     rng = np.random.default_rng(7)
     indexed_needle = item("indexed needle")
@@ -107,6 +117,7 @@ def test_maintenance_compacts_and_builds_the_vector_index_past_the_threshold(
         assert similarity == pytest.approx(float(vector @ probe), abs=1e-5)
     assert report.vector_index_built
     assert store.has_vector_index()
+    assert "vector_index" in ops
     target = item("needle")
     store.add_items([(target, unit(0.3, -0.2, 0.9, 0.1))])
     hits = store.vector_search(unit(0.3, -0.2, 0.9, 0.1), 5, ItemFilter())
