@@ -6,8 +6,8 @@ of ``bench latency``: p50 35-37 ms against 26-27 for the others): two virtual co
 caches, memory bandwidth and the host's hyperthreads, which no priority governs. So the
 child is stopped (``SIGSTOP``) while a foreground request is in flight and continued
 (``SIGCONT``) when none is: measured on the same loop, the searches that overlapped
-maintenance took no longer than the rest, and the loop's retrieval p99 went from ~48-54 to
-~41 ms.
+maintenance took p50 27-31 ms, and the loop's retrieval p99 went from 49-60 to 40-55 ms
+(median 45 over thirteen runs; docs/benchmarks.md, "Stop 56").
 
 It is never stopped for long: after :data:`MAX_PAUSE` seconds within one run of requests
 it goes on until the requests have all ended (a steady stream of requests cannot starve
