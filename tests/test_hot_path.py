@@ -238,11 +238,11 @@ async def test_overdue_maintenance_under_load_runs_at_the_writers_priority(
     real = UpkeepWorker._ask
 
     def ask(
-        self: UpkeepWorker, request: dict[str, Any], hurry: Callable[[], bool]
+        self: UpkeepWorker, request: dict[str, Any], waited_on: Callable[[], bool]
     ) -> dict[str, Any] | None:
         asked.append(request["op"])
         child_asked.set()
-        return real(self, request, hurry)
+        return real(self, request, waited_on)
 
     monkeypatch.setattr(UpkeepWorker, "_ask", ask)
     settings = make_settings(storage={"optimize_every_writes": 2})
@@ -356,13 +356,13 @@ async def test_a_write_queued_behind_calm_maintenance_hurries_the_rest_of_it(
     real_ask, real_run = UpkeepWorker._ask, upkeep_worker.run_operation
 
     def ask(
-        self: UpkeepWorker, request: dict[str, Any], hurry: Callable[[], bool]
+        self: UpkeepWorker, request: dict[str, Any], waited_on: Callable[[], bool]
     ) -> dict[str, Any] | None:
         asked.append(request["op"])
         if len(asked) == 1:
             started.set()
             queued.wait(30)
-        return real_ask(self, request, hurry)
+        return real_ask(self, request, waited_on)
 
     def run_here(request: dict[str, Any]) -> None:
         here.append(request["op"])

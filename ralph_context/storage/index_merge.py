@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ralph_context._logging import get_logger
-from ralph_context.storage.upkeep import in_memory
+from ralph_context.storage.upkeep import in_memory, operation_target
 from ralph_context.storage.upkeep_worker import worker
 
 __all__ = ["INDEX", "merge_deltas"]
@@ -55,8 +55,7 @@ def merge_deltas(table: Any, delta_rows: int, options: Mapping[str, str] | None 
     worker().run(
         {
             "op": "optimize_indices",
-            "uri": str(table.uri),
-            "options": dict(options or {}),
+            **operation_target(table, options),
             "names": [INDEX],
             "merge": merged,
         }

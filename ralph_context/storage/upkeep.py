@@ -24,7 +24,7 @@ from lancedb.index import IvfSq
 
 from ralph_context.storage.upkeep_worker import worker
 
-__all__ = ["build_vector_index", "in_memory", "kept_for_readers", "tidy"]
+__all__ = ["build_vector_index", "in_memory", "kept_for_readers", "operation_target", "tidy"]
 
 
 def build_vector_index(
@@ -41,9 +41,15 @@ def build_vector_index(
             "vector", config=IvfSq(distance_type="cosine", num_partitions=partitions), replace=True
         )
         return
-    where = {"uri": str(table.uri), "options": dict(options or {})}
+    where = operation_target(table, options)
     worker().run({"op": "vector_index", **where, "partitions": partitions})
     table.checkout_latest()  # LanceDB's handle does not look for other libraries' commits
+
+
+def operation_target(table: Any, options: Mapping[str, str] | None) -> dict[str, Any]:
+    """The part of an upkeep operation's request that names ``table`` for the child: its
+    URI and storage options (an object store's endpoint, credentials)."""
+    return {"uri": str(table.uri), "options": dict(options or {})}
 
 
 def in_memory(table: Any) -> bool:
@@ -88,7 +94,7 @@ def tidy(
     if in_memory(table):
         table.optimize(cleanup_older_than=cleanup_older_than, delete_unverified=delete_unverified)
         return
-    where = {"uri": str(table.uri), "options": dict(options or {})}
+    where = operation_target(table, options)
     upkeep = worker()
     upkeep.run({"op": "compact", **where, **({"deletions_threshold": 0.0} if scrub else {})})
     indexes = table.list_indices()
