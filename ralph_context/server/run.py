@@ -139,13 +139,17 @@ async def _serve_agents(
 ) -> None:
     """Serve ``app`` for ``root``'s agents until idle (``server.agents.daemon``)."""
     pid = os.getpid()
-    activity = daemon.Activity(app, on_shutdown=lambda: forget_server(root, pid))
+    spool_first = daemon.SpoolFirst(app)
+    activity = daemon.Activity(spool_first, on_shutdown=lambda: forget_server(root, pid))
     stop = anyio.Event()
 
     async def listening(url: str) -> None:
         daemon.advertise(root, url, settings)
-        events = await spaces.agents(settings.storage.namespace)
-        await daemon.ingest_spool(root, events)
+        try:
+            events = await spaces.agents(settings.storage.namespace)
+            await daemon.ingest_spool(root, events)
+        finally:
+            spool_first.taken.set()
         # A hook that found no note a moment before it was written spools after this.
         await anyio.sleep(daemon.SPOOL_AGAIN)
         await daemon.ingest_spool(root, events)

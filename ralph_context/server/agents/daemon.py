@@ -28,7 +28,7 @@ from ralph_context.config import Settings
 from ralph_context.server.agents.events import AgentEvents
 from ralph_context.server.agents.project import ServerNote, take_spool, write_server
 
-__all__ = ["Activity", "advertise", "ingest_spool", "watch_idle"]
+__all__ = ["Activity", "SpoolFirst", "advertise", "ingest_spool", "watch_idle"]
 
 log = get_logger("ralph_context.agents")
 
@@ -36,6 +36,8 @@ log = get_logger("ralph_context.agents")
 _IDLE_CHECK = 5.0
 # Seconds after it is advertised that the server takes the spool a second time.
 SPOOL_AGAIN = 5.0
+# Longest a hook waits for the spool to be stored before it is answered anyway.
+SPOOL_WAIT = 30.0
 
 
 class Activity:
@@ -75,6 +77,25 @@ class Activity:
     def idle_for(self) -> float:
         """Seconds since the last request ended, 0 while one is in flight."""
         return 0.0 if self.in_flight else time.monotonic() - self.last
+
+
+class SpoolFirst:
+    """ASGI middleware holding hook requests until :attr:`taken` is set: what hooks spooled
+    while the server started happened before them, so it is stored first. Without it a
+    session's fix could be answered before its spooled failure was stored, and the fix was
+    not linked to it (seen as a flaky agent test). Other requests pass at once; a hook waits
+    at most ``SPOOL_WAIT`` seconds.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.taken = anyio.Event()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and "/hooks/" in scope.get("path", ""):
+            with anyio.move_on_after(SPOOL_WAIT):
+                await self.taken.wait()
+        await self.app(scope, receive, send)
 
 
 def advertise(root: Path, mcp_url: str, settings: Settings, pid: int | None = None) -> ServerNote:
