@@ -8,7 +8,8 @@ update (500 single-row updates made searches 10x slower until compaction). After
 Reads do not queue behind writes: LanceDB serves each read from the latest committed
 version, so reads run at once in worker threads (at most ``_READERS``) and see every write
 whose call has returned. Requests are in ``storage_requests``, the callers' helpers in
-``storage_writes`` (through the inbox) and ``storage_reads`` (at once).
+``storage_writes`` (through the inbox, or to another replica: ``storage_forward``) and
+``storage_reads`` (at once).
 """
 
 from __future__ import annotations
@@ -73,7 +74,6 @@ T = TypeVar("T")
 
 # Reads at once (each in a worker thread; LanceDB's pool keeps both cores busy with a few).
 _READERS = 8
-
 # Compaction runs even with requests in flight once this many cadences of writes are due.
 _OVERDUE = 4
 
@@ -88,8 +88,7 @@ class StorageActor(StorageReads, StorageWrites):
 
     Args:
         settings: The ``storage`` section.
-        location: Store directory or object-storage location, or ``None`` for an in-memory
-            store.
+        location: Store folder or object-storage location, ``None``: an in-memory store.
         model: ``(model_id, dimension)`` of the loaded embedding model, if any.
         timeout: Default seconds a helper waits for an answer.
         foreground: The loop's requests in flight: compaction waits until there are none.
@@ -201,6 +200,7 @@ class StorageActor(StorageReads, StorageWrites):
             except Exception as exc:
                 # Never mask the crash that brought us here; the counts are lost, say so.
                 log.error("usage_flush_failed", pending=self._store.usage.pending, error=str(exc))
+        await self.close_forwarder()
         self._store.close()
 
     async def handle(self, request: StorageRequest) -> object:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar, cast
 import anyio
 
 from ralph_context._logging import get_logger
+from ralph_context.actors.storage_forward import StorageForward
 from ralph_context.actors.storage_requests import (
     AddItems,
     AddIteration,
@@ -63,7 +64,7 @@ _UNINDEXED_ROWS = 1_000
 _UNINDEXED_DUE, _UNINDEXED_OVERDUE = (_UNINDEXED_ROWS, 10, 20), (4 * _UNINDEXED_ROWS, 2, 100)
 
 
-class StorageWrites(Actor[StorageRequest, object]):
+class StorageWrites(StorageForward, Actor[StorageRequest, object]):
     """The write helpers of :class:`~ralph_context.actors.storage.StorageActor` (see the
     module's docstring); the state they use is declared here and set by its ``__init__``."""
 
@@ -164,11 +165,14 @@ class StorageWrites(Actor[StorageRequest, object]):
         )
 
     async def add_items(
-        self, pairs: Sequence[tuple[ContextItem, Vectors | None]]
+        self, pairs: Sequence[tuple[ContextItem, Vectors | None]], *, forward: bool = True
     ) -> list[ContextItem]:
         """Store items; returns them as stored (with their place in the store's order).
         A bulk write gets the deadline once per 1,000 items (a loaded box writes 10k items
-        in well over 30 s)."""
+        in well over 30 s). On a shared store they go to the replica that commits the
+        store's writes, unless not ``forward`` (``actors.storage_forward``)."""
+        if forward and (forwarded := await self.forward_items(pairs)) is not None:
+            return forwarded
         deadline = self.timeout * max(1.0, len(pairs) / 1000)
         reply = await self.call(AddItems(tuple(pairs)), timeout=deadline)
         return cast(list[ContextItem], reply)
@@ -199,14 +203,23 @@ class StorageWrites(Actor[StorageRequest, object]):
         return cast(float, reply)
 
     async def add_keyed(
-        self, item: ContextItem, vector: Vectors | None, key: str, fingerprint: str | None
+        self,
+        item: ContextItem,
+        vector: Vectors | None,
+        key: str,
+        fingerprint: str | None,
+        *,
+        forward: bool = True,
     ) -> tuple[ContextItem, bool]:
         """Store ``item`` unless idempotency ``key`` was used before (see ``requests``):
-        the stored item, and whether it was written by this call.
+        the stored item, and whether it was written by this call. Forwarded as
+        :meth:`add_items` is.
 
         Raises:
             IdempotencyConflict: ``key`` was used by a request with other arguments.
         """
+        if forward and (forwarded := await self.forward_keyed(item, vector, key, fingerprint)):
+            return forwarded
         reply = await self.call(AddKeyed(item, vector, key, fingerprint), timeout=self.timeout)
         return cast(tuple[ContextItem, bool], reply)
 

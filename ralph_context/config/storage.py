@@ -30,6 +30,12 @@ class StorageSettings(Section):
     # ... and one replica at a time maintains it (compaction, indexes, lifecycle, cleanup),
     # holding a lease object in the store that lapses this long after its last renewal.
     lease_seconds: float = Field(default=30.0, ge=1, le=86_400, allow_inf_nan=False)
+    # The holder also commits the others' writes when it names where it takes them: this
+    # server's URL as the other replicas reach it (http://host:port). `serve --transport
+    # http` sets it from its host and port; set it when they do not reach this host by
+    # that name (a wildcard bind answers as 127.0.0.1). Unset: this replica forwards its
+    # writes to a holder that takes them, but takes none.
+    replica_url: str | None = Field(default=None, pattern=r"^https?://[^/\s]+$")
     max_size_mb: float = Field(default=500.0, gt=0, allow_inf_nan=False)
     persistence: Literal["session", "project", "global"] = "project"
     max_content_bytes: int = Field(default=100_000, ge=1)

@@ -47,6 +47,7 @@ from ralph_context.privacy import Redactor
 from ralph_context.retrieval.retriever import Candidates
 from ralph_context.runtime import Foreground, Supervisor
 from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.forwarding import Forwarded
 from ralph_context.storage.lance_store import MaintenanceReport, StoreStats
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.validation import check_content, check_int, check_tags
@@ -179,6 +180,15 @@ class Engine:
     async def store_embedded(self, pairs: Sequence[tuple[ContextItem, Vectors]]) -> int:
         """Bulk path: persist items with this engine's vectors; see :meth:`Items.store_embedded`."""
         return await self._items.store_embedded(pairs)
+
+    async def commit_forwarded(
+        self,
+        pairs: Sequence[tuple[ContextItem, Vectors | None]],
+        key: str | None = None,
+        fingerprint: str | None = None,
+    ) -> Forwarded | None:
+        """Another replica's write, committed here; see :meth:`Items.commit_forwarded`."""
+        return await self._items.commit_forwarded(pairs, key, fingerprint)
 
     async def skills(
         self, tags: Sequence[str] | None = None, min_usefulness: float = 0.5

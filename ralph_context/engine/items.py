@@ -19,11 +19,12 @@ from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, check_browse
 from ralph_context.config import Settings
 from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import ItemNotFound, StoreError
+from ralph_context.errors import InvalidInput, ItemNotFound, StoreError
 from ralph_context.models import ContextItem, ContextState, ContextType, JsonValue
 from ralph_context.privacy import Redactor
 from ralph_context.runtime import Foreground
 from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.forwarding import Forwarded
 from ralph_context.storage.lance_store import MaintenanceReport, StoreStats
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.requests import item_fingerprint
@@ -167,6 +168,43 @@ class Items:
                 raise StoreError(f"item {item.id}: vector is not unit length")
         await self._wiring.require_storage().add_items(list(pairs))
         return len(pairs)
+
+    async def commit_forwarded(
+        self,
+        pairs: Sequence[tuple[ContextItem, Vectors | None]],
+        key: str | None = None,
+        fingerprint: str | None = None,
+    ) -> Forwarded | None:
+        """Commit another replica's write here, where the store's writes are committed
+        (``storage.forwarding``): its items (one with ``key``) as that replica built and
+        embedded them, checked again; ``None`` when this replica does not commit the store's
+        writes now (the sender then commits it itself).
+
+        Raises:
+            InvalidInput: A vector of the wrong shape, or a keyed write of several items.
+            IdempotencyConflict: ``key`` was used for another request.
+        """
+        storage = self._wiring.require_storage()
+        if not await storage.takes_forwarded():
+            return None
+        dimension = storage.dimension
+        for item, vector in pairs:
+            if vector is not None and (
+                vector.shape != (dimension,) or not np.isfinite(vector).all()
+            ):
+                raise InvalidInput(f"item {item.id}: vector must be {dimension} finite numbers")
+        with self._wiring.foreground.busy():
+            if key is None:
+                stored, written = await storage.add_items(pairs, forward=False), True
+            elif len(pairs) == 1:
+                ((item, vector),) = pairs
+                one, written = await storage.add_keyed(
+                    item, vector, key, fingerprint, forward=False
+                )
+                stored = [one]
+            else:
+                raise InvalidInput(f"a keyed write holds one item, not {len(pairs)}")
+        return Forwarded(stored, written, await storage.items_version())
 
     async def skills(
         self, tags: Sequence[str] | None = None, min_usefulness: float = 0.5

@@ -16,6 +16,7 @@ from ralph_context.actors.settle import maintain_when_calm, settle_store
 from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, build_item
 from ralph_context.config import EmbeddingsSettings, Settings
+from ralph_context.config.token_file import token_for
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
 from ralph_context.engine.health import EngineHealth
 from ralph_context.errors import (
@@ -120,6 +121,8 @@ class EngineWiring:
             read_only=self.read_only,
             lock_at=None if settings.is_ephemeral else settings.store_root(),
         )
+        if settings.storage.on_object_storage:  # its writes may go to another replica
+            storage.forward_token = token_for(settings.token_path(), settings.storage.namespace)
         await supervisor.start(storage)
         self._storage = storage
         if storage.fatal is not None:

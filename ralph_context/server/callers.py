@@ -23,7 +23,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver import Context
 
 from ralph_context.config import Settings
-from ralph_context.server.tokens import EVERY
+from ralph_context.config.token_file import EVERY
 
 __all__ = ["LOCAL", "Caller", "caller_of", "current", "hide_paths", "request_of", "serving"]
 

@@ -43,6 +43,7 @@ from ralph_context.server.agents.route import hook_routes
 from ralph_context.server.app import serving
 from ralph_context.server.console import console_routes
 from ralph_context.server.limits import InFlight, RateLimiter, retry_after
+from ralph_context.server.replica_route import replica_routes
 from ralph_context.server.tokens import TokenBook
 
 __all__ = ["LOOPBACK", "SharedModel", "Spaces", "build_app", "security_for"]
@@ -340,5 +341,6 @@ def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
         middleware.append(Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(tokens)))
     routes: list[BaseRoute] = [Route("/mcp", endpoint), Route("/ns/{name}/mcp", endpoint)]
     routes += hook_routes(spaces, tokens.enabled)
+    routes += replica_routes(spaces, tokens.enabled)
     routes += console_routes(spaces, tokens)
     return Starlette(routes=routes, middleware=middleware)

@@ -84,6 +84,10 @@ async def serve(
     if number:  # 0: a port the OS picks (the agents' server), which settings do not take
         overrides["port"] = number
     settings = settings.with_overrides(server=overrides)
+    if settings.storage.on_object_storage and number and settings.storage.replica_url is None:
+        # Where the other replicas send their writes while this one holds the lease.
+        replica_url = f"http://{_reachable(bind)}:{number}"
+        settings = settings.with_overrides(storage={"replica_url": replica_url})
     tokens = TokenBook.load(settings.token_path())
     if bind not in LOOPBACK and not tokens.enabled:
         raise ConfigError(_OPEN_BIND.format(host=bind))

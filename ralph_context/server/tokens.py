@@ -25,15 +25,14 @@ from mcp.server.auth.provider import AccessToken
 
 from ralph_context import namespaces
 from ralph_context.atomic import write_text_atomically
+from ralph_context.config.token_file import ENV_TOKEN, EVERY, read_tokens
 from ralph_context.errors import ConfigError
 
 __all__ = ["ENV_TOKEN", "Grant", "TokenBook", "new_token"]
 
-ENV_TOKEN = "RALPH_CONTEXT_TOKEN"
 # 32 random bytes, URL-safe: 43 characters.
 _TOKEN_BYTES = 32
 _MIN_LENGTH = 16
-EVERY = "*"
 
 
 @dataclass(frozen=True)
@@ -109,35 +108,7 @@ def _grant(token: str, spaces: frozenset[str], where: str) -> Grant:
 
 
 def _read(path: Path) -> list[Grant]:
-    try:
-        mode = path.stat().st_mode
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"server.token_file {path}: cannot read it ({exc.strerror})") from None
-    if mode & 0o077:
-        raise ConfigError(
-            f"server.token_file {path} can be read by other users (mode {mode & 0o777:o}); "
-            f"run `chmod 600 {path}`"
-        )
-    grants = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        words = line.split("#", 1)[0].split()
-        if not words:
-            continue
-        where = f"{path}:{number}"
-        if len(words) > 2:
-            raise ConfigError(
-                f"{where}: expected '<token> [namespace,...]', got {len(words)} words"
-            )
-        spaces = frozenset({EVERY})
-        if len(words) == 2:
-            names = [n for n in words[1].split(",") if n]
-            for name in names:
-                if not namespaces.is_name(name):
-                    raise ConfigError(f"{where}: namespace {name!r} is not a valid name")
-            spaces = frozenset(names)
-        grants.append(_grant(words[0], spaces, where))
-    return grants
+    return [_grant(found.token, found.namespaces, found.where) for found in read_tokens(path)]
 
 
 def new_token(path: Path, spaces: list[str] | None = None) -> str:

@@ -49,6 +49,8 @@ class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
             object storage, where replicas share the store.
         refresh: On object storage, how often this replica looks for the others' commits.
         lease_seconds: On object storage, how long the maintenance lease lasts (``lease``).
+        replica_url: On object storage, where this replica takes the others' writes while
+            it holds the lease (``forwarding``).
         caches: How large LanceDB's index and metadata caches may grow (``caches``).
 
     Raises:
@@ -80,6 +82,7 @@ class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
             lock_at=lock_at,
             refresh=timedelta(seconds=settings.refresh_seconds),
             lease_seconds=settings.lease_seconds,
+            replica_url=settings.replica_url,
             caches=CacheSizes.of(settings),
             io_uring=settings.io_uring,
         )

@@ -13,6 +13,12 @@ Clocks: a lease lapses by the taker's clock, so replicas' clocks must agree to w
 ``seconds`` (NTP does). The holder renews before each maintenance step; a step longer than
 ``seconds`` could overlap the next holder's, which LanceDB's commit protocol still keeps
 safe (the later commit is retried or refused), only wasteful.
+
+The holder also commits the others' writes when it names an ``address`` (an HTTP server's
+URL): replicas that find a live holder with one forward their writes there
+(``storage.forwarding``), so one process commits them all, in its group commits, instead
+of every replica racing the others for each table version. A replica that can take
+forwarded writes takes a lapsed lease when it writes, so the store keeps one committer.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -42,6 +49,8 @@ class MaintenanceLease:
         seconds: How long the lease lasts after its last renewal.
         holder: This replica's name (default: host, process id and a random suffix).
         clock: Wall-clock seconds (tests move it).
+        address: Where this replica takes the others' writes while it holds the lease
+            (``None``: it does not).
     """
 
     def __init__(
@@ -51,12 +60,20 @@ class MaintenanceLease:
         *,
         holder: str | None = None,
         clock: Callable[[], float] = time.time,
+        address: str | None = None,
     ) -> None:
         self.location = location
         self.seconds = seconds
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.address = address
         self._clock = clock
         self.held = False
+        # When this replica's claim lapses (by its clock; 0 while it holds none).
+        self._until = 0.0
+        # Maintenance (in a worker thread) and writes (in others) both renew: two renewals
+        # at once would race each other's conditional write, and the loser would think the
+        # lease lost.
+        self._lock = threading.Lock()
 
     def take(self) -> bool:
         """Hold the lease for ``seconds`` more: take it when nobody holds it or the last
@@ -64,26 +81,65 @@ class MaintenanceLease:
         holds it (or won the race for it); a failed request also answers False, so a
         replica that cannot reach the lease does not maintain."""
         try:
-            taken = self._take()
+            with self._lock:
+                taken = self._take()
         except OSError as exc:
             log.warning("lease_unreachable", location=str(self.location), error=str(exc))
             taken = False
+        self._held(taken)
+        return taken
+
+    def _held(self, taken: bool) -> None:
         if taken != self.held:
             log.info("lease_taken" if taken else "lease_lost", holder=self.holder)
         self.held = taken
-        return taken
+        if not taken:
+            self._until = 0.0
 
     def _take(self) -> bool:
         now = self._clock()
-        claim = json.dumps({"holder": self.holder, "until": now + self.seconds}).encode()
+        claim: dict[str, object] = {"holder": self.holder, "until": now + self.seconds}
+        if self.address is not None:
+            claim["address"] = self.address
+        body = json.dumps(claim).encode()
         found = self.location.read(LEASE_OBJECT)
         if found is None:
-            return self.location.write(LEASE_OBJECT, claim, replacing="") is not None
-        body, tag = found
-        holder, until = _parse(body)
+            taken = self.location.write(LEASE_OBJECT, body, replacing="") is not None
+        else:
+            holder, until, _address = _parse(found[0])
+            if holder != self.holder and until > now:
+                return False
+            taken = self.location.write(LEASE_OBJECT, body, replacing=found[1]) is not None
+        if taken:
+            self._until = now + self.seconds
+        return taken
+
+    def holds(self) -> bool:
+        """Whether this replica holds the lease now, by its last claim (no request)."""
+        return self.held and self._clock() < self._until
+
+    def committer(self) -> str | None:
+        """Where this replica's writes go: the address of another replica that holds the
+        lease and takes writes, or ``None`` to commit them here. Renews this replica's
+        claim once half of it has passed, and takes a lapsed lease when this replica takes
+        writes itself. No request while this replica's claim is fresh; one read (and at
+        most one conditional write) otherwise. A failed request answers ``None``: a write
+        is never refused for want of the lease."""
+        now = self._clock()
+        if self.held and now < self._until - self.seconds / 2:
+            return None
+        try:
+            found = self.location.read(LEASE_OBJECT)
+        except OSError as exc:
+            log.warning("lease_unreachable", location=str(self.location), error=str(exc))
+            return None
+        holder, until, address = _parse(found[0]) if found is not None else ("", 0.0, None)
         if holder != self.holder and until > now:
-            return False
-        return self.location.write(LEASE_OBJECT, claim, replacing=tag) is not None
+            self._held(False)
+            return address
+        if self.address is not None or holder == self.holder:
+            self.take()  # a lock held by a renewal elsewhere: this one waits, then renews
+        return None
 
     def release(self) -> None:
         """Let the lease lapse now, if this replica holds it (at shutdown: the next
@@ -91,6 +147,7 @@ class MaintenanceLease:
         if not self.held:
             return
         self.held = False
+        self._until = 0.0
         try:
             found = self.location.read(LEASE_OBJECT)
             if found is not None and _parse(found[0])[0] == self.holder:
@@ -104,14 +161,19 @@ class MaintenanceLease:
         found = self.location.read(LEASE_OBJECT)
         if found is None:
             return None
-        holder, until = _parse(found[0])
+        holder, until, _address = _parse(found[0])
         return holder if until > self._clock() else None
 
 
-def _parse(body: bytes) -> tuple[str, float]:
-    """``(holder, until)`` of a lease object; an unreadable one counts as lapsed."""
+def _parse(body: bytes) -> tuple[str, float, str | None]:
+    """``(holder, until, address)`` of a lease object; an unreadable one counts as lapsed."""
     try:
         data = json.loads(body)
-        return str(data["holder"]), float(data["until"])
-    except (ValueError, KeyError, TypeError):
-        return "", 0.0
+        address = data.get("address")
+        return (
+            str(data["holder"]),
+            float(data["until"]),
+            address if isinstance(address, str) and address else None,
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return "", 0.0, None

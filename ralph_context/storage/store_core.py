@@ -89,6 +89,7 @@ class StoreCore:
         lock_at: Location | None = None,
         refresh: timedelta = timedelta(seconds=1),
         lease_seconds: float = 30.0,
+        replica_url: str | None = None,
         caches: CacheSizes | None = None,
         io_uring: bool = True,
     ) -> None:
@@ -102,7 +103,7 @@ class StoreCore:
         self._lease_seconds = lease_seconds
         # ... and one at a time maintains it (see ``lease``).
         self.lease = (
-            MaintenanceLease(location, lease_seconds)
+            MaintenanceLease(location, lease_seconds, address=replica_url)
             if isinstance(location, ObjectLocation) and not read_only
             else None
         )

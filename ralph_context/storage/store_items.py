@@ -55,6 +55,20 @@ class StoreItems(StoreCore):
             self.unindexed_rows += len(rows)
         return stored
 
+    def saw_forwarded(self, stored: Sequence[ContextItem], vectors: int, version: int) -> None:
+        """Items the replica committing the store's writes stored for this one
+        (``forwarding``): the items table checked out at ``version`` or later, so that this
+        process's next read sees them, and its running counts as a write here keeps them."""
+        if self.items.version < version:
+            self.items.checkout_latest()
+        if not stored:
+            return
+        self.usage.register(stored)
+        self._vector_rows += vectors
+        self._saw_iteration(max(item.created_iteration for item in stored))
+        placed = [item.sequence for item in stored if item.sequence is not None]
+        self._next_sequence = max([self._next_sequence, *(p + 1 for p in placed)])
+
     def get_items(self, ids: Sequence[str]) -> list[ContextItem]:
         """Items by id, in the order given; unknown ids are skipped."""
         if not ids:

@@ -4,6 +4,7 @@ delete sent meanwhile waits for it; nothing is lost either way."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -104,11 +105,14 @@ async def test_background_work_kept_behind_a_maintenance_waits_for_a_quiet_momen
             await storage.archive_items([old.id])
             done.append("archived")
 
+        search = contextlib.ExitStack()
+
         async def send(group: anyio.abc.TaskGroup) -> None:
             group.start_soon(archive)
             await anyio.sleep(0.1)  # kept behind the maintenance
-
-        search = engine._foreground.busy()
+            # A search starts before the maintenance ends (started after it, it raced the
+            # kept step's serving and sometimes came second).
+            search.enter_context(engine._foreground.busy())
 
         async def in_a_search() -> None:
             with search:

@@ -4,18 +4,23 @@ S3 endpoint), driven by the real MCP client."""
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import time
 from collections import Counter
 from pathlib import Path
 
 import anyio
+import httpx
 import mcp
 import pytest
 import yaml
 
 from ralph_context import Engine
+from ralph_context.models import ContextItem, ContextType
 from ralph_context.object_location import ObjectLocation
+from ralph_context.storage.forwarding import FORWARD_PATH, encode_pairs
+from ralph_context.storage.lease import LEASE_OBJECT
 from tests.helpers import Loader, SettingsFactory
 from tests.server.mcp_scenario import call
 from tests.server_process import start_http_server
@@ -157,3 +162,52 @@ async def test_a_replica_killed_mid_write_loses_no_acknowledged_item(
     assert not twice & {texts[key] for key in first_answers}
     for text in twice:
         assert len({item.id for item in stored.items if item.content == text}) == 1
+
+
+async def test_every_replicas_writes_are_committed_by_the_lease_holder(
+    tmp_path: Path,
+    s3_store: ObjectLocation,
+    make_settings: SettingsFactory,
+    shared_model: Loader,
+) -> None:
+    config = replica_config(tmp_path, s3_store)
+    a, url_a = start_http_server(config)
+    b, url_b = start_http_server(config)
+    holder = url_a.removesuffix("/mcp")
+    route = f"{url_b.removesuffix('/mcp')}{FORWARD_PATH.format(namespace='default')}"
+    try:
+        with anyio.fail_after(120):
+            async with mcp.Client(url_a) as on_a, mcp.Client(url_b) as on_b:
+                await call(on_a, "store_context", content="a came first", context_type="task")
+                for n in range(3):
+                    text = f"b's note {n}: the nightly build needs the cache warmed"
+                    stored = await call(on_b, "store_context", content=text, context_type="output")
+                    # Read back at once on b: it checked out the holder's commit.
+                    found = await call(on_b, "get_relevant_context", query=text)
+                    assert stored["id"] in {entry["item"]["id"] for entry in found["items"]}
+                    text = f"a's note {n}: the release waits for the changelog"
+                    await call(on_a, "store_context", content=text, context_type="output")
+            lease = s3_store.read(LEASE_OBJECT)
+            assert lease is not None and json.loads(lease[0])["address"] == holder
+            async with httpx.AsyncClient() as http:
+                # b does not hold the lease: it refuses a forwarded write (the sender commits).
+                item = ContextItem(content="x", content_type=ContextType.OUTPUT)
+                body = {"items": encode_pairs([(item, None)])}
+                assert (await http.post(route, json=body)).status_code == 409
+                garbage = await http.post(route, json={"items": [{"item": {"content": 3}}]})
+                assert garbage.status_code == 400 and "not a forwarded write" in garbage.text
+    finally:
+        log_a, log_b = a.stop(), b.stop()
+    assert "Traceback" not in log_a + log_b
+    assert "write_not_forwarded" not in log_b
+    settings = make_settings(
+        storage={"path": s3_store.uri, "options": s3_store.lance_options},
+        lifecycle={"auto_run": False},
+    )
+    async with Engine(settings, model_loader=shared_model) as engine:
+        stored_items = (await engine.browse(limit=100)).items
+    # One committer placed them all: each has a place of its own in the store's order
+    # (two replicas committing each their own gave the same places twice).
+    places = [item.sequence for item in stored_items]
+    assert len(stored_items) == 7
+    assert len(set(places)) == 7

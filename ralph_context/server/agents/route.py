@@ -16,18 +16,16 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import (
     RequestBodyLimitMiddleware,
-    TransportSecurityMiddleware,
 )
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import Receive, Scope, Send
 
 from ralph_context import namespaces
 from ralph_context._logging import get_logger
+from ralph_context.server.guard import GuardedEndpoint, refused
 
 if TYPE_CHECKING:
     from ralph_context.server.http import Spaces
@@ -40,54 +38,29 @@ CLIENTS = ("claude", "codex")
 MAX_BODY_BYTES = 4 << 20
 
 
-class _HookEndpoint:
+class _HookEndpoint(GuardedEndpoint):
     """The ASGI app behind both hook routes; one :class:`AgentEvents` per namespace."""
 
-    def __init__(self, spaces: Spaces, tokens_enabled: bool) -> None:
-        self.spaces = spaces
-        self.tokens_enabled = tokens_enabled
-        self.security = TransportSecurityMiddleware(spaces.security)
+    takes = "a hook's payload"
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive)
-        response = await self._answer(request)
-        await response(scope, receive, send)
-
-    async def _answer(self, request: Request) -> Response:
-        if request.method != "POST":
-            return _refused(405, "POST a hook's JSON payload here")
-        refused = await self.security.validate_request(request, is_post=True)
-        if refused is not None:
-            return refused
+    async def answer(self, request: Request) -> Response:
         name = request.path_params.get("name", namespaces.DEFAULT)
         client = request.path_params.get("client", "")
-        if not namespaces.is_name(name):
-            return _refused(404, f"namespace {name!r:.80} is not allowed: {namespaces.NAME_RULE}")
         if client not in CLIENTS:
-            return _refused(404, f"client {client!r:.40} is not one of: {', '.join(CLIENTS)}")
-        if self.tokens_enabled:
-            user = request.scope.get("user")
-            if not isinstance(user, AuthenticatedUser):
-                return _refused(401, "this server needs 'Authorization: Bearer <token>'")
-            if "*" not in user.scopes and name not in user.scopes:
-                return _refused(403, f"this token does not grant namespace {name!r}")
+            return refused(404, f"client {client!r:.40} is not one of: {', '.join(CLIENTS)}")
         try:
             payload = json.loads(await request.body())
         except ValueError as exc:
-            return _refused(400, f"the payload is not JSON: {exc}")
+            return refused(400, f"the payload is not JSON: {exc}")
         if not isinstance(payload, dict) or not isinstance(payload.get("hook_event_name"), str):
-            return _refused(400, "the payload must be a JSON object with a hook_event_name")
+            return refused(400, "the payload must be a JSON object with a hook_event_name")
         try:
             events = await self.spaces.agents(name)
             context, action = await events.handle(client, payload)
         except Exception as exc:  # the hook logs it; the agent goes on without context
             log.warning("agent_hook_failed", client=client, error=f"{type(exc).__name__}: {exc}")
-            return _refused(503, f"{type(exc).__name__}: {exc}")
+            return refused(503, f"{type(exc).__name__}: {exc}")
         return JSONResponse({"context": context, "action": action})
-
-
-def _refused(status: int, text: str) -> Response:
-    return JSONResponse({"error": text}, status_code=status)
 
 
 def hook_routes(spaces: Spaces, tokens_enabled: bool) -> list[BaseRoute]:
