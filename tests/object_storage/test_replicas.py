@@ -211,3 +211,65 @@ async def test_every_replicas_writes_are_committed_by_the_lease_holder(
     places = [item.sequence for item in stored_items]
     assert len(stored_items) == 7
     assert len(set(places)) == 7
+
+
+async def test_the_holder_killed_under_forwarded_writes_loses_none_of_them(
+    tmp_path: Path,
+    s3_store: ObjectLocation,
+    make_settings: SettingsFactory,
+    shared_model: Loader,
+) -> None:
+    """Writes sent on to the lease holder when it is SIGKILLed: those whose answer never
+    came are committed by their own replica under their key; every acknowledged write is
+    stored, once."""
+    config = replica_config(tmp_path, s3_store)
+    holder, url_holder = start_http_server(config)
+    sender, url_sender = start_http_server(config)
+    texts = {f"sent-{n}": f"sent {n}: the canary failed on the eu region" for n in range(30)}
+    acknowledged: dict[str, str] = {}  # item id -> key
+    errors: list[str] = []
+    try:
+        with anyio.fail_after(180):
+            async with mcp.Client(url_holder) as on_holder:
+                await call(on_holder, "store_context", content="the holder", context_type="task")
+
+            async def write(client: mcp.Client, key: str) -> None:
+                try:
+                    stored = await call(
+                        client,
+                        "store_context",
+                        content=texts[key],
+                        context_type="output",
+                        idempotency_key=key,
+                    )
+                except Exception as exc:  # refused past the bound on calls in flight
+                    errors.append(f"{type(exc).__name__}: {exc}")
+                    return
+                acknowledged[stored["id"]] = key
+
+            async with mcp.Client(url_sender) as client:
+                async with anyio.create_task_group() as group:
+                    for key in texts:
+                        group.start_soon(write, client, key)
+                        await anyio.sleep(0.02)
+                        if key == "sent-10":
+                            holder.kill()
+                for key in texts:  # what was refused, again (same key)
+                    if key not in acknowledged.values():
+                        await write(client, key)
+    finally:
+        holder.stop(kill=True)
+        log = sender.stop()
+    assert "Traceback" not in log
+    assert sorted(acknowledged.values()) == sorted(texts)
+    settings = make_settings(
+        storage={"path": s3_store.uri, "options": s3_store.lance_options},
+        lifecycle={"auto_run": False},
+    )
+    async with Engine(settings, model_loader=shared_model) as engine:
+        stored_items = (await engine.browse(limit=100)).items
+    by_text: dict[str, set[str]] = {}
+    for item in stored_items:
+        by_text.setdefault(item.content, set()).add(item.id)
+    for item_id, key in acknowledged.items():
+        assert by_text[texts[key]] == {item_id}  # stored, and under one id only
