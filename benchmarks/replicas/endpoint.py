@@ -41,6 +41,9 @@ class Requests:
     # Commits of the items table alone (the writes'; the rest are the lease holder's
     # maintenance and the other tables).
     item_commits: int = 0
+    # ... and the refused ones of the items table (the rest: other tables, other replicas'
+    # usage flushes and the holder's maintenance).
+    item_refused: int = 0
 
     def __sub__(self, earlier: Requests) -> Requests:
         return Requests(
@@ -48,6 +51,7 @@ class Requests:
             self.commits - earlier.commits,
             self.refused_commits - earlier.refused_commits,
             self.item_commits - earlier.item_commits,
+            self.item_refused - earlier.item_refused,
         )
 
 
@@ -65,7 +69,7 @@ class Endpoint:
         phase's share)."""
         if self.request_log is None:
             return None
-        total = commits = refused = items = 0
+        total = commits = refused = items = items_refused = 0
         with self.request_log.open(encoding="utf-8", errors="replace") as log:
             for line in log:
                 request = _REQUEST.search(_COLOUR.sub("", line))
@@ -80,7 +84,8 @@ class Endpoint:
                     commits += done
                     items += done and f"/{ITEMS}.lance/" in path
                     refused += status == "412"
-        return Requests(total, commits, refused, items)
+                    items_refused += status == "412" and f"/{ITEMS}.lance/" in path
+        return Requests(total, commits, refused, items, items_refused)
 
     def cpu_seconds(self) -> float | None:
         """CPU time the endpoint's server process has used so far (Linux), if it is ours."""

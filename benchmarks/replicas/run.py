@@ -210,13 +210,14 @@ async def writes_phase(
     stored = Counter(item.content for item in found)
     ids = {item.id for item in found}
     timed = 2 * per_client * replicas
-    made = commits = item_commits = refused = busy = cpu_ms = None
+    made = commits = item_commits = refused = item_refused = busy = cpu_ms = None
     if requests_before is not None and requests_after is not None:
         during = requests_after - requests_before
         made = round(during.total / timed, 1)
         commits = round(during.commits / timed, 2)
         item_commits = round(during.item_commits / timed, 2)
         refused = round(during.refused_commits / timed, 2)
+        item_refused = round(during.item_refused / timed, 2)
     if cpu_before is not None and cpu_after is not None:
         busy = round((cpu_after - cpu_before) / elapsed, 2)
         cpu_ms = round((cpu_after - cpu_before) * 1000 / timed, 1)
@@ -236,6 +237,7 @@ async def writes_phase(
         "commits_per_write": commits,
         "item_commits_per_write": item_commits,
         "refused_commits_per_write": refused,
+        "item_refused_commits_per_write": item_refused,
         "endpoint_cpu_ms_per_write": cpu_ms,
         "endpoint_busy_cores": busy,
         "lost": sum(1 for i in acknowledged if i not in ids),
@@ -341,7 +343,7 @@ def markdown(results: dict[str, Any]) -> str:
     lines += [
         "",
         "| replicas | writes (timed) | items/s | write p50 / p99 ms | requests a write | "
-        "commits a write (items table) | refused commits a write | "
+        "commits a write (items table) | refused commits a write (items table) | "
         "store CPU ms a write | store busy, cores | errors | lost | duplicated |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -351,7 +353,8 @@ def markdown(results: dict[str, Any]) -> str:
             f"{r['write_ms']['p50_ms']} / {r['write_ms']['p99_ms']} | "
             f"{_known(r['requests_per_write'])} | "
             f"{_known(r['commits_per_write'])} ({_known(r['item_commits_per_write'])}) | "
-            f"{_known(r['refused_commits_per_write'])} | "
+            f"{_known(r['refused_commits_per_write'])} "
+            f"({_known(r.get('item_refused_commits_per_write'))}) | "
             f"{_known(r['endpoint_cpu_ms_per_write'])} | "
             f"{_known(r['endpoint_busy_cores'])} | {r['errors']} | {r['lost']} | "
             f"{r['duplicated']} |"

@@ -143,20 +143,24 @@ async def _serve_agents(
 ) -> None:
     """Serve ``app`` for ``root``'s agents until idle (``server.agents.daemon``)."""
     pid = os.getpid()
-    spool_first = daemon.SpoolFirst(app)
+
+    async def take_spool() -> None:
+        await daemon.ingest_spool(root, await spaces.agents(settings.storage.namespace))
+
+    spool_first = daemon.SpoolFirst(app, take_spool)
     activity = daemon.Activity(spool_first, on_shutdown=lambda: forget_server(root, pid))
     stop = anyio.Event()
 
     async def listening(url: str) -> None:
         daemon.advertise(root, url, settings)
         try:
-            events = await spaces.agents(settings.storage.namespace)
-            await daemon.ingest_spool(root, events)
+            await take_spool()
         finally:
             spool_first.taken.set()
-        # A hook that found no note a moment before it was written spools after this.
+        # A hook that found no note a moment before it was written spools after this;
+        # the next hook takes it, or this, if no hook comes.
         await anyio.sleep(daemon.SPOOL_AGAIN)
-        await daemon.ingest_spool(root, events)
+        await take_spool()
 
     try:
         async with anyio.create_task_group() as group:

@@ -71,6 +71,36 @@ async def test_a_failure_fixed_in_a_later_session_is_what_the_next_one_is_told(
         group.cancel_scope.cancel()
 
 
+async def test_a_fix_arriving_while_the_failure_is_still_being_stored_is_linked_to_it(
+    engine: Engine, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another session's failure is stored behind its answer; a fix that came before that
+    store ended found no failure and was kept unlinked (a flaky agent test on CI)."""
+    original = Engine.store
+    release = anyio.Event()
+
+    async def slow_store(self: Engine, content: str, *args: Any, **kwargs: Any) -> Any:
+        if content.startswith("`python3 check.py` failed"):
+            await release.wait()  # the failure's store is slow (a model loading, a busy box)
+        return await original(self, content, *args, **kwargs)
+
+    monkeypatch.setattr(Engine, "store", slow_store)
+    async with anyio.create_task_group() as group:
+        events = AgentEvents(engine, AgentsSettings(), group)
+        await events.handle("claude", failed(project, "python3 check.py", ERROR, "s1"))
+        await events.handle("claude", ran(project, FIX, session="s2"))
+        await events.handle("claude", ran(project, "python3 check.py", "ok", session="s2"))
+        await anyio.sleep(0.5)  # the fix waits for the failure
+        assert not (await engine.browse(context_types=["skill"], tags=[FIX_TAG])).items
+        release.set()
+        for session in ("s1", "s2"):
+            await events.wait_for_captures(session, 30)
+        (fix,) = (await engine.browse(context_types=["skill"], tags=[FIX_TAG])).items
+        (error,) = (await engine.browse(context_types=["error"])).items
+        assert fix.metadata["resolves"] == error.id and FIX in fix.content
+        group.cancel_scope.cancel()
+
+
 async def test_every_item_carries_its_provenance_and_secrets_never_reach_the_store(
     engine: Engine, project: Path
 ) -> None:

@@ -28,7 +28,11 @@ def _recording_app(reached: list[str]) -> Starlette:
 
 async def test_a_hook_waits_for_the_spool_and_other_requests_do_not() -> None:
     reached: list[str] = []
-    gate = daemon.SpoolFirst(_recording_app(reached))
+
+    async def take() -> None:
+        reached.append("spool")
+
+    gate = daemon.SpoolFirst(_recording_app(reached), take)
     transport = httpx.ASGITransport(app=gate)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
         answers: list[int] = []
@@ -42,7 +46,8 @@ async def test_a_hook_waits_for_the_spool_and_other_requests_do_not() -> None:
             await anyio.sleep(0.2)
             assert reached == ["/mcp"]  # the hook is held
             gate.taken.set()
-        assert reached == ["/mcp", "/hooks/claude"]
+        # The spool is taken again before the hook: one spooled after the first take.
+        assert reached == ["/mcp", "spool", "/hooks/claude"]
         assert answers == [200]
 
 
@@ -51,7 +56,11 @@ async def test_a_hook_is_answered_after_the_bound_if_the_spool_never_ends(
 ) -> None:
     monkeypatch.setattr(daemon, "SPOOL_WAIT", 0.2)
     reached: list[str] = []
-    gate = daemon.SpoolFirst(_recording_app(reached))
+
+    async def take() -> None:
+        raise AssertionError("not before the first take")
+
+    gate = daemon.SpoolFirst(_recording_app(reached), take)
     transport = httpx.ASGITransport(app=gate)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
         with anyio.fail_after(5):

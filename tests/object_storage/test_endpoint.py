@@ -6,10 +6,12 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from benchmarks.replicas.endpoint import Endpoint, Requests
 from benchmarks.serving import free_port
 from ralph_context.object_location import ObjectLocation
 
@@ -76,3 +78,23 @@ def test_of_two_create_if_absent_puts_of_one_object_one_wins(
     assert sum(outcome is not None for outcome in outcomes) == 1
     found = place.read("manifest")
     assert found is not None and found[0] in (b"first", b"second")
+
+
+def test_the_request_count_tells_refused_commits_of_the_items_table_from_the_rest(
+    tmp_path: Path,
+) -> None:
+    lines = [
+        '"PUT /b/s/context_items.lance/_versions/3.manifest HTTP/1.1" 200 -',
+        '"PUT /b/s/context_items.lance/_versions/4.manifest HTTP/1.1" 412 -',
+        '"PUT /b/s/usage.lance/_versions/9.manifest HTTP/1.1" 412 -',
+        '"PUT /b/s/usage.lance/_versions/9.manifest HTTP/1.1" \x1b[32m200\x1b[0m -',
+        '"GET /b/s/context_items.lance/_versions/4.manifest HTTP/1.1" 200 -',
+    ]
+    log = tmp_path / "moto.log"
+    log.write_text("".join(f"127.0.0.1 - - [28/Nov/2026] {line}\n" for line in lines))
+    endpoint = Endpoint(ObjectLocation("s3://b/s"), request_log=log)
+    counted = endpoint.requests()
+    assert counted == Requests(
+        total=5, commits=2, refused_commits=2, item_commits=1, item_refused=1
+    )
+    assert counted - Requests(1, 1, 1, 1, 1) == Requests(4, 1, 1, 0, 0)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -80,21 +80,32 @@ class Activity:
 
 
 class SpoolFirst:
-    """ASGI middleware holding hook requests until :attr:`taken` is set: what hooks spooled
-    while the server started happened before them, so it is stored first. Without it a
-    session's fix could be answered before its spooled failure was stored, and the fix was
-    not linked to it (seen as a flaky agent test). Other requests pass at once; a hook waits
-    at most ``SPOOL_WAIT`` seconds.
+    """ASGI middleware storing what hooks spooled before it passes a hook on: what they
+    spooled while no server answered happened before the hooks that reach it, so it is
+    stored first. Without it a session's fix could be answered before its spooled failure
+    was stored, and the fix was not linked to it (seen as a flaky agent test on CI).
+
+    A hook waits until :attr:`taken` is set (the first take, once the engine is up), then
+    ``take`` runs again (one at a time): a hook that found no note a moment before the
+    server wrote it spools after that first take. With no spool a take costs one failed
+    rename. Other requests pass at once; a hook waits at most ``SPOOL_WAIT`` seconds.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, take: Callable[[], Awaitable[object]]) -> None:
         self.app = app
+        self.take = take
         self.taken = anyio.Event()
+        self._one_at_a_time = anyio.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and "/hooks/" in scope.get("path", ""):
             with anyio.move_on_after(SPOOL_WAIT):
                 await self.taken.wait()
+                async with self._one_at_a_time:
+                    try:
+                        await self.take()
+                    except Exception as exc:  # the hook is answered (or refused) anyway
+                        log.warning("spool_not_taken", error=f"{type(exc).__name__}: {exc}")
         await self.app(scope, receive, send)
 
 

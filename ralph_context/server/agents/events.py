@@ -56,6 +56,8 @@ ERROR_TAG = "agent-error"
 # Seconds SessionEnd waits for its session's captures: within the hook's own 0.8 s wait
 # (the captures are stored either way).
 _END_WAIT = 0.5
+# The longest a fix waits for failures still being stored (seconds).
+_FAILURES_WAIT = 10.0
 _BRIEF_ERRORS = 3
 _BRIEF_FIXES = 3
 _BRIEF_SKILLS = 3
@@ -81,6 +83,12 @@ class AgentEvents:
         self.group = group
         self.sessions = SessionBook()
         self._turns = anyio.Lock()
+        # Failures answered so far (numbered), those still being stored behind their
+        # answers (any session), and an event set as each is: a fix links to the stored
+        # failure, so it waits for those answered before it (see _link_fix).
+        self._failures = 0
+        self._unstored: set[int] = set()
+        self._stored_one = anyio.Event()
         self._handlers: dict[str, Handler] = {
             "SessionStart": self._session_start,
             "UserPromptSubmit": self._prompt,
@@ -170,7 +178,10 @@ class AgentEvents:
             self.settings.prompt_budget_tokens,
         )
         _mark(session, shown)
-        self._later(session, self._store_failure(client, payload, failure, error))
+        self._failures += 1
+        number = self._failures
+        if self._later(session, self._store_failure(client, payload, failure, error, number)):
+            self._unstored.add(number)
         return text, f"failure stored; {len(shown)} fixes given"
 
     async def _tool_used(
@@ -185,7 +196,8 @@ class AgentEvents:
             session.failed_at.pop(ran.command, None)
             session.step(f"ran `{ran.command}`")
             self._later(session, self._store_run(client, payload, ran.command, ran.output))
-            self._later(session, self._link_fix(client, payload, ran.command, steps, failed_here))
+            fix = self._link_fix(client, payload, ran.command, steps, failed_here, self._failures)
+            self._later(session, fix)
             return "", "command stored"
         if edit is not None and self.settings.capture_edits:
             session.step(edit.summary)
@@ -279,11 +291,12 @@ class AgentEvents:
 
     # -- writing (behind the answer) ----------------------------------------------------
 
-    def _later(self, session: Session, work: Coroutine[Any, Any, object]) -> None:
+    def _later(self, session: Session, work: Coroutine[Any, Any, object]) -> bool:
+        """Run ``work`` after the answer, in the session's order; False: dropped."""
         if session.pending >= MAX_PENDING:  # a flood: keep the server's memory bounded
             work.close()
             log.warning("agent_capture_dropped", reason="too many captures waiting")
-            return
+            return False
         if not session.pending:
             session.settled = anyio.Event()
         session.pending += 1
@@ -300,6 +313,7 @@ class AgentEvents:
                     session.settled.set()
 
         self.group.start_soon(run)
+        return True
 
     async def _store(
         self,
@@ -319,14 +333,19 @@ class AgentEvents:
         )
 
     async def _store_failure(
-        self, client: str, payload: dict[str, Any], failure: Failure, error: str
+        self, client: str, payload: dict[str, Any], failure: Failure, error: str, number: int
     ) -> None:
         code = "" if failure.exit_code is None else f" (exit {failure.exit_code})"
         content = f"`{failure.command}` failed{code}:\n{error or '(no output)'}"
         metadata = {**provenance(client, payload), "command": failure.command}
         if failure.exit_code is not None:
             metadata["exit_code"] = failure.exit_code
-        await self._store(client, payload, content, "error", metadata, (ERROR_TAG,))
+        try:
+            await self._store(client, payload, content, "error", metadata, (ERROR_TAG,))
+        finally:
+            self._unstored.discard(number)
+            self._stored_one.set()
+            self._stored_one = anyio.Event()
 
     async def _store_run(
         self, client: str, payload: dict[str, Any], command: str, output: str
@@ -344,8 +363,16 @@ class AgentEvents:
         command: str,
         steps: list[str],
         failed_here: bool,
+        failures_before: int,
     ) -> None:
-        """When ``command`` failed before and succeeds now: the steps between are its fix."""
+        """When ``command`` failed before and succeeds now: the steps between are its fix.
+        Failures answered before ``failures_before`` was counted, and still being stored,
+        are waited for (at most ``_FAILURES_WAIT``): another session's failure, answered a
+        moment ago or taken from the spool as the server started, was otherwise not stored
+        yet, and its fix went unlinked (seen on CI)."""
+        with anyio.move_on_after(_FAILURES_WAIT):
+            while any(number <= failures_before for number in self._unstored):
+                await self._stored_one.wait()
         error = await self._open_error(command)
         if error is None:
             return
