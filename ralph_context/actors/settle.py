@@ -24,8 +24,9 @@ from typing import Protocol
 import anyio
 
 from ralph_context._logging import get_logger
+from ralph_context.runtime import Foreground, Supervisor
 
-__all__ = ["maintain_when_calm", "settle_store"]
+__all__ = ["keep_upkeep", "maintain_when_calm", "settle_store"]
 
 log = get_logger("ralph_context.storage")
 
@@ -75,3 +76,33 @@ async def maintain_when_calm(storage: Deferring, quiet: Callable[[], Awaitable[b
         await storage.maintenance_wanted()
         calm = await quiet()
         storage.maintain_if_due(waited_out=not calm)
+
+
+class Upkept(Settling, Deferring, Protocol):
+    @property
+    def write_fault(self) -> Recovering: ...
+
+
+class Recovering(Protocol):
+    async def recover(self) -> None: ...
+
+
+def keep_upkeep(
+    supervisor: Supervisor,
+    storage: Upkept,
+    retention_seconds: float,
+    foreground: Foreground,
+    calm_at_most: float,
+) -> None:
+    """Run a writable store's upkeep beside the engine, in ``supervisor``'s background
+    tasks: the settling passes (when the loop is calm), the maintenance that fell due while
+    it was busy (once it is quiet, or after ``calm_at_most`` seconds), and the probe that
+    resumes writes a full or unwritable disk refused (``actors.storage_unwritable``)."""
+    supervisor.background(
+        lambda: settle_store(storage, retention_seconds, lambda: foreground.calm), name="settle"
+    )
+    supervisor.background(
+        lambda: maintain_when_calm(storage, lambda: foreground.quiet(at_most=calm_at_most)),
+        name="maintain-when-calm",
+    )
+    supervisor.background(storage.write_fault.recover, name="write-probe")

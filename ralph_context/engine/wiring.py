@@ -12,7 +12,7 @@ from types import TracebackType
 from ralph_context._logging import ensure_logging, get_logger
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.inference import InferenceActor
-from ralph_context.actors.settle import maintain_when_calm, settle_store
+from ralph_context.actors.settle import keep_upkeep
 from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, build_item
 from ralph_context.config import EmbeddingsSettings, Settings
@@ -131,19 +131,7 @@ class EngineWiring:
             raise storage.fatal
         if not settings.is_ephemeral and not self.read_only:
             retention = settings.storage.version_retention_minutes * 60
-            foreground = self.foreground
-            supervisor.background(
-                lambda: settle_store(storage, retention, lambda: foreground.calm), name="settle"
-            )
-            supervisor.background(
-                lambda: maintain_when_calm(
-                    storage, lambda: foreground.quiet(at_most=_CALM_AT_MOST)
-                ),
-                name="maintain-when-calm",
-            )
-            # Writes refused by a full or unwritable disk resume by themselves once it
-            # takes a write again (see actors.storage_unwritable).
-            supervisor.background(storage.write_fault.recover, name="write-probe")
+            keep_upkeep(supervisor, storage, retention, self.foreground, _CALM_AT_MOST)
         if storage.health.snapshot().serving:
             self._iteration = await storage.latest_iteration()
         scoring = ScoringActor(settings.scoring, timeout=SCORING_TIMEOUT)
