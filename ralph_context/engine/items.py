@@ -161,8 +161,8 @@ class Items:
         for item, vector in pairs:
             check_content(item.content, max_bytes=limit)
             check_tags(item.tags)
-            if vector.shape != (dimension,) or not np.isfinite(vector).all():
-                raise StoreError(f"item {item.id}: vector must be {dimension} finite numbers")
+            if (refused := _vector_refusal(item, vector, dimension)) is not None:
+                raise StoreError(refused)
             # Similarity is a plain dot product, which is cosine only for unit vectors.
             if abs(float(np.linalg.norm(vector)) - 1.0) > 1e-3:
                 raise StoreError(f"item {item.id}: vector is not unit length")
@@ -189,10 +189,8 @@ class Items:
             return None
         dimension = storage.dimension
         for item, vector in pairs:
-            if vector is not None and (
-                vector.shape != (dimension,) or not np.isfinite(vector).all()
-            ):
-                raise InvalidInput(f"item {item.id}: vector must be {dimension} finite numbers")
+            if vector is not None and (refused := _vector_refusal(item, vector, dimension)):
+                raise InvalidInput(refused)
         with self._wiring.foreground.busy():
             if key is None:
                 stored, written = await storage.add_items(pairs, forward=False), True
@@ -327,3 +325,11 @@ class Items:
         still read are kept). What was done: on object storage, nothing while another
         replica holds the maintenance lease (the report's notes say so)."""
         return await self._wiring.require_storage().maintain(reclaim=reclaim)
+
+
+def _vector_refusal(item: ContextItem, vector: Vectors, dimension: int | None) -> str | None:
+    """Why ``item``'s ``vector`` cannot be stored beside this model's (``None``: it can):
+    a bulk load and another replica's write bring their own vectors."""
+    if vector.shape != (dimension,) or not np.isfinite(vector).all():
+        return f"item {item.id}: vector must be {dimension} finite numbers"
+    return None

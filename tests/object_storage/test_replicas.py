@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from ralph_context import Engine
+from ralph_context.config import Settings
 from ralph_context.models import ContextItem, ContextType
 from ralph_context.object_location import ObjectLocation
 from ralph_context.storage.forwarding import FORWARD_PATH, encode_pairs
@@ -41,6 +42,15 @@ def replica_config(folder: Path, store: ObjectLocation) -> Path:
     config = folder / "ralph.yaml"
     config.write_text(yaml.safe_dump({"learning": {"mcp_context": section}}), encoding="utf-8")
     return config
+
+
+def reader_settings(make_settings: SettingsFactory, store: ObjectLocation) -> Settings:
+    """Settings of an engine in this process that reads what the replicas wrote to
+    ``store`` (lifecycle passes off: it changes nothing)."""
+    return make_settings(
+        storage={"path": store.uri, "options": store.lance_options},
+        lifecycle={"auto_run": False},
+    )
 
 
 async def seconds_until_found(client: mcp.Client, query: str, item_id: str) -> float:
@@ -144,10 +154,7 @@ async def test_a_replica_killed_mid_write_loses_no_acknowledged_item(
     finally:
         doomed.stop(kill=True)
         survivor.stop()
-    settings = make_settings(
-        storage={"path": s3_store.uri, "options": s3_store.lance_options},
-        lifecycle={"auto_run": False},
-    )
+    settings = reader_settings(make_settings, s3_store)
     async with Engine(settings, model_loader=shared_model) as engine:
         for item_id, text in acknowledged.items():
             assert (await engine.get(item_id)).content == text
@@ -200,10 +207,7 @@ async def test_every_replicas_writes_are_committed_by_the_lease_holder(
         log_a, log_b = a.stop(), b.stop()
     assert "Traceback" not in log_a + log_b
     assert "write_not_forwarded" not in log_b
-    settings = make_settings(
-        storage={"path": s3_store.uri, "options": s3_store.lance_options},
-        lifecycle={"auto_run": False},
-    )
+    settings = reader_settings(make_settings, s3_store)
     async with Engine(settings, model_loader=shared_model) as engine:
         stored_items = (await engine.browse(limit=100)).items
     # One committer placed them all: each has a place of its own in the store's order
@@ -262,10 +266,7 @@ async def test_the_holder_killed_under_forwarded_writes_loses_none_of_them(
         log = sender.stop()
     assert "Traceback" not in log
     assert sorted(acknowledged.values()) == sorted(texts)
-    settings = make_settings(
-        storage={"path": s3_store.uri, "options": s3_store.lance_options},
-        lifecycle={"auto_run": False},
-    )
+    settings = reader_settings(make_settings, s3_store)
     async with Engine(settings, model_loader=shared_model) as engine:
         stored_items = (await engine.browse(limit=100)).items
     by_text: dict[str, set[str]] = {}
