@@ -7,8 +7,8 @@ written now, and the table version holding them; 409 when this replica does not 
 the store's writes now (the sender commits the write itself); 422 for an idempotency key
 used for another request; 400 for a body that is not a forwarded write; 502 when the
 store failed the write (it may have been committed: the sender says so, or retries a
-keyed write itself); 503 when it refused the write before committing (a full disk:
-the sender commits it itself).
+keyed write itself); 503 when it refused the write before committing (a full disk, or
+a namespace it cannot open: the sender commits it itself).
 """
 
 from __future__ import annotations
@@ -65,6 +65,9 @@ class _WritesEndpoint(GuardedEndpoint):
         name = request.path_params["name"]
         try:
             engine = await self.spaces.engine(name)
+        except RuntimeError as exc:  # the namespace could not be opened: nothing was stored
+            return refused(503, str(exc))
+        try:
             forwarded = await engine.commit_forwarded(pairs, key, fingerprint)
         except IdempotencyConflict as exc:
             return refused(422, str(exc))
