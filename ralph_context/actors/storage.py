@@ -9,7 +9,8 @@ Reads do not queue behind writes: LanceDB serves each read from the latest commi
 version, so reads run at once in worker threads (at most ``_READERS``) and see every write
 whose call has returned. Requests are in ``storage_requests``, the callers' helpers in
 ``storage_writes`` (through the inbox, or to another replica: ``storage_forward``) and
-``storage_reads`` (at once).
+``storage_reads`` (at once); when a maintenance is due, and running it, in
+``storage_upkeep``.
 """
 
 from __future__ import annotations
@@ -55,15 +56,15 @@ from ralph_context.actors.storage_requests import (
     VectorHit,
 )
 from ralph_context.actors.storage_unwritable import WriteFault
-from ralph_context.actors.storage_writes import StorageWrites
+from ralph_context.actors.storage_upkeep import StorageUpkeep
 from ralph_context.config import StorageSettings
 from ralph_context.errors import ModelMismatch, RalphContextError, StoreError, StoreLocked
 from ralph_context.object_location import Location
 from ralph_context.runtime import Envelope, Foreground, PermanentFailure
-from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
+from ralph_context.storage.lance_store import LanceStore
 from ralph_context.storage.requests import Claim
 from ralph_context.storage.rewrite import rewrite_rows
-from ralph_context.storage.upkeep_worker import at_normal_priority, hurried_when, worker
+from ralph_context.storage.upkeep_worker import worker
 
 # The requests and hits callers use are also importable from here.
 __all__ = ["AddItems", "Adjacent", "FlushUsage", "StorageActor", "TextHit", "VectorHit"]
@@ -74,11 +75,9 @@ T = TypeVar("T")
 
 # Reads at once (each in a worker thread; LanceDB's pool keeps both cores busy with a few).
 _READERS = 8
-# Compaction runs even with requests in flight once this many cadences of writes are due.
-_OVERDUE = 4
 
 
-class StorageActor(StorageReads, StorageWrites):
+class StorageActor(StorageReads, StorageUpkeep):
     """Serves the store: write helpers wrap :meth:`call` (one at a time, in order), read
     helpers run at once beside them (see the module's docstring).
 
@@ -158,15 +157,6 @@ class StorageActor(StorageReads, StorageWrites):
         """True while nothing was ever archived (or the store is not open): retrieval then
         skips the archive without a call. A plain read of a flag only this actor sets."""
         return self._store is None or self._store.archive.empty
-
-    async def may_maintain(self) -> bool:
-        """True unless the store is on object storage and another replica holds its
-        maintenance lease (taken or renewed by asking; see ``storage.lease``)."""
-        if self.read_only:
-            return False
-        if self._store is None or self._store.lease is None:
-            return True
-        return await anyio.to_thread.run_sync(self._store.may_maintain)
 
     def request_target(self, key: str) -> Claim | None:
         """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
@@ -327,67 +317,6 @@ class StorageActor(StorageReads, StorageWrites):
         result = await self._run(function, *args)
         self._crowding.committed(anyio.current_time() - started, queued_behind=self.queued > 0)
         return result
-
-    def _maintenance_due(self) -> bool:
-        """Due after ``optimize_every_writes`` writes (or an index to build), once no request
-        is in flight: compaction takes ~0.3 s of both cores at 100k items. Past four times
-        the cadence (or unindexed rows) it runs regardless: fragments slow every read."""
-        waited_out, self._waited_out = self._waited_out, False  # for this one check only
-        paused = self.write_fault.error is not None
-        if self._store is None or self.read_only or self._maintaining or paused:
-            return False
-        cadence = self.settings.optimize_every_writes
-        if self._writes >= _OVERDUE * cadence or self._unindexed_past(overdue=True):
-            return True
-        due = self._writes >= cadence or self._unindexed_past() or self.store.index_due()
-        if due and not self.foreground.calm and not waited_out:
-            self.want_maintenance()  # asked again once calm or waited out (settle.py)
-        return due and (self.foreground.calm or waited_out)
-
-    def _maintenance_near(self) -> bool:
-        """Half-way to the first maintenance: time to start the process it runs in."""
-        if self._store is None or self.read_only:
-            return False
-        return 2 * self._writes >= self.settings.optimize_every_writes or self._unindexed_near()
-
-    async def _maintain(
-        self,
-        reclaim: bool = False,
-        scrub: bool = False,
-        *,
-        urgent: bool = False,
-        settle: bool = False,
-    ) -> MaintenanceReport:
-        self._writes = 0
-        self._flushed_at = anyio.current_time()
-        self._maintaining = True
-
-        def maintain() -> MaintenanceReport:
-            # Requests waiting for a calm maintenance hurry the rest of it (appends do not
-            # wait: they are served beside it).
-            hurry = hurried_when(
-                lambda: self.queued > 0 or self.behind > 0, waited_on=lambda: self.behind > 0
-            )
-            with at_normal_priority() if urgent else hurry:
-                if scrub:
-                    return self.store.scrub()
-                return self.store.maintain(reclaim=reclaim, settle=settle)
-
-        try:
-            return await self._run(maintain)
-        finally:
-            self._maintaining = False
-            # From its end: the versions it made are as old as that.
-            self.changed(settling=settle)
-
-    async def _maintain_unasked(self, urgent: bool) -> MaintenanceReport:
-        """A maintenance that fell due: a full disk pauses writes (the requests kept for
-        after it are then refused with the cause); anything else crashes, as before."""
-        try:
-            return await self._maintain(urgent=urgent)
-        except Exception as error:
-            self.write_fault.check(error)
-            return MaintenanceReport(compacted=False, vector_index_built=False)
 
     def _usage_pending(self) -> int:
         return self._store.usage.pending if self._store is not None else 0

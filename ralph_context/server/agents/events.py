@@ -22,6 +22,7 @@ Captures are acknowledged at once and stored behind the answer, in order per ses
 a hook on a tool call costs the agent a round trip, not an embedding and a commit. Every
 item carries its provenance (client, session, folder, branch; ``capture.provenance``) and
 the session as its ``source``, so items of one session are neighbours in retrieval.
+Failures and fixes are read and linked in ``fixes``.
 """
 
 from __future__ import annotations
@@ -37,31 +38,20 @@ from ralph_context.config.agents import AgentsSettings
 from ralph_context.engine import Engine
 from ralph_context.models import ContextItem, IterationResult, JsonValue
 from ralph_context.server.agents.brief import Section, render
-from ralph_context.server.agents.capture import (
-    Failure,
-    edit_of,
-    failure_of,
-    provenance,
-    ran_of,
-    trim,
-)
+from ralph_context.server.agents.capture import edit_of, failure_of, provenance, ran_of, trim
+from ralph_context.server.agents.fixes import FIX_TAG, Fixes
 from ralph_context.server.agents.sessions import Session, SessionBook
 
 __all__ = ["FIX_TAG", "AgentEvents"]
 
 log = get_logger("ralph_context.agents")
 
-FIX_TAG = "fix"
-ERROR_TAG = "agent-error"
 # Seconds SessionEnd waits for its session's captures: within the hook's own 0.8 s wait
 # (the captures are stored either way).
 _END_WAIT = 0.5
-# The longest a fix waits for failures still being stored (seconds).
-_FAILURES_WAIT = 10.0
 _BRIEF_ERRORS = 3
 _BRIEF_FIXES = 3
 _BRIEF_SKILLS = 3
-_FIXES_SHOWN = 2
 # Captures of one session waiting to be stored; more are dropped (and logged).
 MAX_PENDING = 64
 
@@ -83,12 +73,7 @@ class AgentEvents:
         self.group = group
         self.sessions = SessionBook()
         self._turns = anyio.Lock()
-        # Failures answered so far (numbered), those still being stored behind their
-        # answers (any session), and an event set as each is: a fix links to the stored
-        # failure, so it waits for those answered before it (see _link_fix).
-        self._failures = 0
-        self._unstored: set[int] = set()
-        self._stored_one = anyio.Event()
+        self.fixes = Fixes(engine, self._store)
         self._handlers: dict[str, Handler] = {
             "SessionStart": self._session_start,
             "UserPromptSubmit": self._prompt,
@@ -154,7 +139,7 @@ class AgentEvents:
         if not prompt:
             return "", "none: empty prompt"
         found = await self.engine.search(prompt, max_tokens=self.settings.prompt_budget_tokens)
-        items = await self._with_fixes([hit.item for hit in found.items])
+        items = await self.fixes.with_fixes([hit.item for hit in found.items])
         fresh = [item for item in items if session.fresh(item.id, item.content)]
         text, shown = render(
             [Section("Relevant to this prompt", fresh)], self.settings.prompt_budget_tokens
@@ -172,16 +157,16 @@ class AgentEvents:
         session.failed_at[failure.command] = session.taken
         error = trim(failure.error, self.settings.max_captured_chars)
         # Said beside every failure it fixes, even if given before: this is the moment.
-        fixes = await self._fixes_for(failure.command, error)
+        fixes = await self.fixes.fixes_for(failure.command, error)
         text, shown = render(
             [Section("This failure was seen before; how it was fixed", fixes)],
             self.settings.prompt_budget_tokens,
         )
         _mark(session, shown)
-        self._failures += 1
-        number = self._failures
-        if self._later(session, self._store_failure(client, payload, failure, error, number)):
-            self._unstored.add(number)
+        number = self.fixes.answer_failure()
+        stored = self.fixes.store_failure(client, payload, failure, error, number)
+        if self._later(session, stored):
+            self.fixes.unstored(number)
         return text, f"failure stored; {len(shown)} fixes given"
 
     async def _tool_used(
@@ -196,7 +181,8 @@ class AgentEvents:
             session.failed_at.pop(ran.command, None)
             session.step(f"ran `{ran.command}`")
             self._later(session, self._store_run(client, payload, ran.command, ran.output))
-            fix = self._link_fix(client, payload, ran.command, steps, failed_here, self._failures)
+            answered = self.fixes.answered
+            fix = self.fixes.link(client, payload, ran.command, steps, failed_here, answered)
             self._later(session, fix)
             return "", "command stored"
         if edit is not None and self.settings.capture_edits:
@@ -230,64 +216,6 @@ class AgentEvents:
         # The session's record stays (bounded): `claude --continue` resumes the same id.
         await self.wait_for_captures(str(payload.get("session_id") or "-"), _END_WAIT)
         return "", f"session ended ({session.pending} captures still being stored)"
-
-    # -- reading ------------------------------------------------------------------------
-
-    async def _fixes_for(self, command: str, error: str) -> list[ContextItem]:
-        """Fixes of this command's earlier failures, then of failures like this one."""
-        same = await self.engine.search(
-            error or command,
-            context_types=["skill"],
-            tags=[FIX_TAG],
-            metadata=[{"key": "command", "op": "==", "value": self._as_stored(command)}],
-            min_score=0.0,
-            max_items=1,
-        )
-        like = await self.engine.search(
-            f"{command}\n{error}", context_types=["skill"], tags=[FIX_TAG], max_items=2
-        )
-        found: dict[str, ContextItem] = {}
-        for hit in (*same.items, *like.items):
-            found.setdefault(hit.item.id, hit.item)
-        return list(found.values())[:_FIXES_SHOWN]
-
-    async def _with_fixes(self, items: list[ContextItem]) -> list[ContextItem]:
-        """``items`` with each failure that was fixed replaced by its fix (which quotes
-        the failure): the agent asking about an error wants how it was resolved, and the
-        two texts together would be near-duplicates."""
-        shown: dict[str, ContextItem] = {}
-        for item in items:
-            fix = await self._fix_of(item) if ERROR_TAG in item.tags else None
-            chosen = fix or item
-            shown.setdefault(chosen.id, chosen)
-        return list(shown.values())
-
-    async def _fix_of(self, error: ContextItem) -> ContextItem | None:
-        found = await self.engine.search(
-            error.content[:500],
-            context_types=["skill"],
-            tags=[FIX_TAG],
-            metadata=[{"key": "resolves", "op": "==", "value": error.id}],
-            min_score=0.0,
-            max_items=1,
-        )
-        return found.items[0].item if found.items else None
-
-    def _as_stored(self, command: str) -> str:
-        """``command`` as the store keeps it: with its secrets redacted (a command that
-        carries a token is stored without it, and must still be found as itself)."""
-        return self.engine.redactor.clean(command)
-
-    async def _open_error(self, command: str) -> ContextItem | None:
-        """The newest stored failure of ``command``, unless a fix resolves it already.
-        Read newest first (not ranked: a search would drop all but one of the identical
-        failures of a command, and not necessarily keep the newest)."""
-        page = await self.engine.browse(context_types=["error"], tags=[ERROR_TAG], limit=200)
-        stored = self._as_stored(command)
-        for item in page.items:
-            if item.metadata.get("command") == stored:
-                return None if await self._fix_of(item) is not None else item
-        return None
 
     # -- writing (behind the answer) ----------------------------------------------------
 
@@ -332,21 +260,6 @@ class AgentEvents:
             source=f"{client}:{str(payload.get('session_id') or '-')[:80]}",
         )
 
-    async def _store_failure(
-        self, client: str, payload: dict[str, Any], failure: Failure, error: str, number: int
-    ) -> None:
-        code = "" if failure.exit_code is None else f" (exit {failure.exit_code})"
-        content = f"`{failure.command}` failed{code}:\n{error or '(no output)'}"
-        metadata = {**provenance(client, payload), "command": failure.command}
-        if failure.exit_code is not None:
-            metadata["exit_code"] = failure.exit_code
-        try:
-            await self._store(client, payload, content, "error", metadata, (ERROR_TAG,))
-        finally:
-            self._unstored.discard(number)
-            self._stored_one.set()
-            self._stored_one = anyio.Event()
-
     async def _store_run(
         self, client: str, payload: dict[str, Any], command: str, output: str
     ) -> None:
@@ -355,36 +268,6 @@ class AgentEvents:
         content = f"$ {command}\n{trim(output, self.settings.max_captured_chars)}"
         metadata = {**provenance(client, payload), "command": command}
         await self._store(client, payload, content, "output", metadata)
-
-    async def _link_fix(
-        self,
-        client: str,
-        payload: dict[str, Any],
-        command: str,
-        steps: list[str],
-        failed_here: bool,
-        failures_before: int,
-    ) -> None:
-        """When ``command`` failed before and succeeds now: the steps between are its fix.
-        Failures answered before ``failures_before`` was counted, and still being stored,
-        are waited for (at most ``_FAILURES_WAIT``): another session's failure, answered a
-        moment ago or taken from the spool as the server started, was otherwise not stored
-        yet, and its fix went unlinked (seen on CI)."""
-        with anyio.move_on_after(_FAILURES_WAIT):
-            while any(number <= failures_before for number in self._unstored):
-                await self._stored_one.wait()
-        error = await self._open_error(command)
-        if error is None:
-            return
-        how = "; ".join(steps) if steps else "nothing else: it succeeded when run again"
-        where = "in this session" if failed_here else "in a later session"
-        cause = trim(error.content, 600)
-        content = (
-            f"Fix for a failure of `{command}`. It failed with: {cause}\n"
-            f"How it was fixed ({where}): {how}; then `{command}` succeeded."
-        )
-        metadata = {**provenance(client, payload), "command": command, "resolves": error.id}
-        await self._store(client, payload, content, "skill", metadata, (FIX_TAG,))
 
     async def _record_turn(self, summary: str, steps: tuple[str, ...]) -> None:
         async with self._turns:  # two sessions must not take the same iteration number
