@@ -52,8 +52,15 @@ class RecordingEmbedder(LocalEmbedder):
         self.__dict__.update(vars(inner))
         self.documents: dict[str, Vectors] = {}
 
-    def embed(self, texts: Sequence[str], batch_size: int, *, query: bool = False) -> Vectors:
-        matrix = super().embed(texts, batch_size, query=query)
+    def embed(
+        self,
+        texts: Sequence[str],
+        batch_size: int,
+        *,
+        query: bool = False,
+        request_size: int | None = None,
+    ) -> Vectors:
+        matrix = super().embed(texts, batch_size, query=query, request_size=request_size)
         if not query:
             self.documents.update(zip(texts, matrix, strict=True))
         return matrix

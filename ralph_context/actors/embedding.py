@@ -204,7 +204,10 @@ class EmbeddingActor(Actor[EmbedRequest, Vectors]):
             else:
                 batches = await anyio.to_thread.run_sync(plan)
             for batch in batches:
-                vectors = await self._model([firsts[i] for i in batch], query=query, later=later)
+                batch_texts = [firsts[i] for i in batch]
+                vectors = await self._model(
+                    batch_texts, query=query, later=later, request_size=len(firsts)
+                )
                 for i, row in zip(batch, vectors, strict=True):
                     key, positions = unique[i]
                     out[positions] = row
@@ -217,15 +220,17 @@ class EmbeddingActor(Actor[EmbedRequest, Vectors]):
         *,
         query: bool,
         later: list[Envelope[EmbedRequest, Vectors]] | None,
+        request_size: int,
     ) -> Vectors:
-        """One model call on ``texts``, in a worker thread, one at a time per session. With
+        """One model call on ``texts`` (a batch of a request of ``request_size`` texts,
+        which chooses the session), in a worker thread, one at a time per session. With
         ``later`` (a documents' pass), queries that arrive meanwhile are answered beside it
         and documents go to ``later``."""
         embedder = self._embedder
         assert embedder is not None, "setup() loads the model before any request"
-        in_query_session = embedder.in_query_session(len(texts), query=query)
+        in_query_session = embedder.in_query_session(request_size, query=query)
         limiter = self._query_limiter if in_query_session else self._limiter
-        work = partial(embedder.embed, texts, len(texts), query=query)
+        work = partial(embedder.embed, texts, len(texts), query=query, request_size=request_size)
 
         async def call() -> Vectors:
             return await anyio.to_thread.run_sync(work, limiter=limiter)

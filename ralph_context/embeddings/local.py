@@ -70,11 +70,19 @@ class LocalEmbedder:
         self.model_id = model_id
         self.dimension = dimension
 
-    def embed(self, texts: Sequence[str], batch_size: int, *, query: bool = False) -> Vectors:
+    def embed(
+        self,
+        texts: Sequence[str],
+        batch_size: int,
+        *,
+        query: bool = False,
+        request_size: int | None = None,
+    ) -> Vectors:
         """Embed ``texts`` in order; rows are L2-normalised float32 vectors. ``query``, or
-        fewer than :data:`BULK_TEXTS` texts, uses the query session (same vectors, no
-        spinning threads)."""
-        if self.in_query_session(len(texts), query=query):
+        a request of fewer than :data:`BULK_TEXTS` texts, uses the query session (same
+        vectors, no spinning threads). ``request_size``: the texts of the request these
+        are a batch of (default: these), which chooses the session for all its batches."""
+        if self.in_query_session(request_size or len(texts), query=query):
             assert self._query_model is not None
             model = self._query_model
         else:
@@ -84,8 +92,14 @@ class LocalEmbedder:
         return matrix
 
     def in_query_session(self, count: int, *, query: bool) -> bool:
-        """Whether :meth:`embed` runs ``count`` texts in the query session (queries, and
-        fewer than :data:`BULK_TEXTS` documents) rather than the bulk one."""
+        """Whether :meth:`embed` runs a request of ``count`` texts in the query session
+        (queries, and fewer than :data:`BULK_TEXTS` documents) rather than the bulk one.
+
+        Decided per request, not per planned batch: the plan cuts a request into batches
+        of similar token counts, often of 3-7 texts. Sent to the query session, those ran
+        without the bulk session's threads and between its batches while its threads still
+        spun: ``store_contexts`` of 64 LoCoMo turns over HTTP stored 197-201 items/s
+        against 225-227 decided per request (alternated runs, the same minutes)."""
         return self._query_model is not None and (query or count < BULK_TEXTS)
 
     def _bulk_model(self) -> TextModel:

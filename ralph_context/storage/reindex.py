@@ -69,7 +69,8 @@ def _rewrite(
     vectors = np.zeros((len(contents), embedder.dimension), dtype=np.float32)
     done = 0
     for batch in embedder.plan(contents, batch_size):
-        vectors[batch] = embedder.embed([contents[i] for i in batch], len(batch))
+        texts = [contents[i] for i in batch]
+        vectors[batch] = embedder.embed(texts, len(batch), request_size=len(contents))
         done += len(batch)
         if progress is not None:
             progress(done, len(contents))

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 import anyio
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.config import EmbeddingsSettings
-from ralph_context.embeddings.local import LocalEmbedder
+from ralph_context.embeddings.local import BULK_TEXTS, LocalEmbedder, TextModel
 from ralph_context.runtime import Supervisor
 
 
@@ -20,10 +22,15 @@ class CountingModel(LocalEmbedder):
         self.calls: list[int] = []
 
     def embed(  # type: ignore[override]
-        self, texts: list[str], batch_size: int, *, query: bool = False
+        self,
+        texts: list[str],
+        batch_size: int,
+        *,
+        query: bool = False,
+        request_size: int | None = None,
     ) -> np.ndarray:
         self.calls.append(len(texts))
-        return super().embed(texts, batch_size, query=query)
+        return super().embed(texts, batch_size, query=query, request_size=request_size)
 
 
 async def test_concurrent_requests_share_batches_and_match_direct_embeddings(
@@ -94,11 +101,16 @@ class WatchedModel(LocalEmbedder):
         self.bulk_started = threading.Event()
 
     def embed(  # type: ignore[override]
-        self, texts: list[str], batch_size: int, *, query: bool = False
+        self,
+        texts: list[str],
+        batch_size: int,
+        *,
+        query: bool = False,
+        request_size: int | None = None,
     ) -> np.ndarray:
-        if not self.in_query_session(len(texts), query=query):
+        if not self.in_query_session(request_size or len(texts), query=query):
             self.bulk_started.set()
-        return super().embed(texts, batch_size, query=query)
+        return super().embed(texts, batch_size, query=query, request_size=request_size)
 
 
 async def test_a_query_is_answered_beside_a_bulk_batch_not_after_it(
@@ -134,3 +146,43 @@ async def test_a_query_is_answered_beside_a_bulk_batch_not_after_it(
     assert np.allclose(replies["query"][0], embedder.embed([query], 1, query=True)[0], atol=1e-5)
     assert np.allclose(replies["bulk"][-8:], embedder.embed(bulk[-8:], 8), atol=1e-5)
     assert np.allclose(replies["more"], embedder.embed(more, 8), atol=1e-5)
+
+
+class _Session:
+    """One onnxruntime session of the real model, counting the texts of each call."""
+
+    def __init__(self, inner: TextModel) -> None:
+        self.inner = inner
+        self.calls: list[int] = []
+
+    def embed(self, documents: list[str], batch_size: int) -> Iterable[NDArray[np.generic]]:
+        self.calls.append(len(documents))
+        return self.inner.embed(documents, batch_size)
+
+
+async def test_a_requests_small_batches_stay_in_the_bulk_session(embedder: LocalEmbedder) -> None:
+    """The plan cuts a request into batches of like token counts, some of a few texts: a
+    request of many documents keeps every batch in the bulk session (each small batch in
+    the query session cost 13% of ``store_contexts``' rate); a loop's two-text store and a
+    query keep the query session."""
+    if embedder._query_model is None:
+        pytest.skip("the model has no query session here (one thread)")
+    bulk, query = _Session(embedder._bulk_model()), _Session(embedder._query_model)
+    model = LocalEmbedder(bulk, embedder.model_id, embedder.dimension, query)
+    # Lengths from a few words to a few hundred: the plan cannot keep them in even batches.
+    texts = [
+        f"turn {n}: " + "the deploy waited on the cache " * (1 + (n * 7) % 40) for n in range(48)
+    ]
+    planned = model.plan(texts, 16)
+    assert min(len(batch) for batch in planned) < BULK_TEXTS < len(texts)
+    actor = EmbeddingActor(EmbeddingsSettings(batch_size=16), loader=lambda _s: model)
+    with anyio.fail_after(60):
+        async with Supervisor() as supervisor:
+            await supervisor.start(actor)
+            vectors = await actor.call(EmbedRequest(tuple(texts)), timeout=50)
+            assert sorted(bulk.calls) == sorted(len(batch) for batch in planned)
+            assert query.calls == []
+            await actor.call(EmbedRequest(("one note", "and another")), timeout=20)
+            await actor.call(EmbedRequest(("why did it wait?",), query=True), timeout=20)
+    assert query.calls == [2, 1]
+    assert np.allclose(vectors, embedder.embed(texts, 16), atol=1e-5)

@@ -154,11 +154,16 @@ class CrashingModel(LocalEmbedder):
         self.broken = False
 
     def embed(  # type: ignore[override]
-        self, texts: list[str], batch_size: int, *, query: bool = False
+        self,
+        texts: list[str],
+        batch_size: int,
+        *,
+        query: bool = False,
+        request_size: int | None = None,
     ) -> object:
         if self.broken:
             raise RuntimeError("onnxruntime session lost")
-        return super().embed(texts, batch_size, query=query)
+        return super().embed(texts, batch_size, query=query, request_size=request_size)
 
 
 async def test_a_crashing_model_degrades_search_to_text_without_raising(

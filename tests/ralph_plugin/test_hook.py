@@ -107,9 +107,16 @@ class _CountingModel:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
 
-    def embed(self, texts: Sequence[str], batch_size: int, *, query: bool = False) -> Vectors:
+    def embed(
+        self,
+        texts: Sequence[str],
+        batch_size: int,
+        *,
+        query: bool = False,
+        request_size: int | None = None,
+    ) -> Vectors:
         self.embedded.extend(texts)
-        return self._model.embed(texts, batch_size, query=query)
+        return self._model.embed(texts, batch_size, query=query, request_size=request_size)
 
 
 def test_the_next_query_is_embedded_while_the_result_is_stored(
