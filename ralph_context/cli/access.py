@@ -4,6 +4,7 @@ and what it holds (see ``ralph_context.server.tokens`` and ``ralph_context.names
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -14,7 +15,7 @@ from rich.table import Table
 from ralph_context import namespaces
 from ralph_context.cli.base import App, ConfigOption
 from ralph_context.cli.output import err, fail, load_settings
-from ralph_context.errors import InvalidInput
+from ralph_context.errors import ConfigError, InvalidInput
 
 __all__ = ["namespaces_command", "token_app"]
 
@@ -52,6 +53,38 @@ def token_new(
     err.print(f"added to {target} ({scope})", highlight=False)
     if target != settings.token_path():
         err.print(f"the server reads it once server.token_file is {target}", highlight=False)
+
+
+@token_app.command("owner")
+def token_owner(
+    header: Annotated[
+        bool,
+        typer.Option(
+            "--header",
+            help='Print {"Authorization": "Bearer ..."}, as a headers helper prints it '
+            "(Claude Code's headersHelper, which `init --transport http` writes).",
+        ),
+    ] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Print the store's owner token (created if the server has not made it yet), which
+    every HTTP server of this store takes; for a client configured by URL."""
+    from ralph_context.config import owner_token
+
+    settings = load_settings(config, None)
+    if not settings.server.owner_token:
+        raise fail("server.owner_token is false: this store's servers keep no owner token", 2)
+    path = settings.owner_token_path()
+    try:
+        token = owner_token.ensure(path)
+    except ConfigError as exc:
+        raise fail(str(exc), 1) from None
+    # Plain writes: a headers helper's output is parsed, and rich would wrap a long line.
+    if header:
+        sys.stdout.write(json.dumps({"Authorization": f"Bearer {token}"}) + "\n")
+        return
+    sys.stdout.write(token + "\n")
+    err.print(f"from {path}", highlight=False)
 
 
 def namespaces_command(

@@ -11,9 +11,10 @@ answer: the same figures and the same shape as any MCP client gets.
 The request goes through the agents' hook client (``server.agents.post``: one POST over a
 plain socket, standard library only) as one self-contained MCP exchange of protocol
 2026-07-28: no ``initialize``, no session, one JSON-RPC request in and its response out.
-The bearer token is found as the hook finds it (``RALPH_CONTEXT_TOKEN``, else the token
-file the server reads). A server that is gone (connection refused) is not an error: the
-command opens the store itself, as it does when no server holds it.
+The bearer token is found as the hook finds it (the store's owner token, else
+``RALPH_CONTEXT_TOKEN``, else the token file the server reads). A server that is gone
+(connection refused) is not an error: the command opens the store itself, as it does when
+no server holds it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from urllib.parse import urlsplit
 from ralph_context import namespaces
 from ralph_context.errors import InvalidInput, RalphContextError
 from ralph_context.server.agents.post import post
-from ralph_context.server.agents.project import ServerNote, bearer_token
+from ralph_context.server.agents.project import ServerNote, bearer_token, token_files
 from ralph_context.storage import writer_lock
 
 if TYPE_CHECKING:
@@ -64,12 +65,13 @@ def served(settings: Settings) -> Served | None:
     parts = urlsplit(url)
     if parts.scheme != "http":
         return None  # the hook client speaks plain HTTP to a local server only
-    token_file = settings.token_path()
+    owner, token_file = token_files(settings)
     note = ServerNote(
         base_url=f"{parts.scheme}://{parts.netloc}",
         mcp_path=parts.path,
         pid=holder.pid,
-        token_file=str(token_file) if token_file.is_file() else None,
+        token_file=token_file,
+        owner_token=owner,
     )
     return Served(note, url)
 

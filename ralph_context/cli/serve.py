@@ -102,9 +102,21 @@ def console(
     config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
-    """Serve over HTTP and open the memory console (http://HOST:PORT/console) in a browser."""
+    """Serve over HTTP and open the memory console (http://HOST:PORT/console) in a browser,
+    logged in once; beside a server that already holds the store, open that one's."""
+    from ralph_context.cli.console_login import open_console
+    from ralph_context.cli.remote import served
+
     settings = load_settings(config, log_level)
-    _serve(settings, "http", host, port, read_only, None if no_browser else _open_browser)
+    running = served(settings)
+    if running is not None:
+        open_console(settings, running.note.base_url + "/console", browser=not no_browser)
+        return
+
+    def opened(url: str) -> None:
+        open_console(settings, url, browser=not no_browser)
+
+    _serve(settings, "http", host, port, read_only, opened)
 
 
 def _serve(
@@ -145,16 +157,6 @@ def _serve(
             agents_root=agents_root,
         )
     )
-
-
-def _open_browser(url: str) -> None:
-    """The console in the user's browser (``$BROWSER`` when set, as ``webbrowser`` reads
-    it); without one, the URL to open by hand."""
-    import webbrowser
-
-    if not webbrowser.open(url):
-        sys.stderr.write(f"ralph-context: no browser to open here; open {url}\n")
-        sys.stderr.flush()
 
 
 def init(
@@ -212,6 +214,7 @@ def init(
         host=settings.server.host,
         port=settings.server.port,
         namespace=settings.storage.namespace,
+        owner_token=settings.server.owner_token,
     )
     if agent is not None:
         # Planned before anything is written: a malformed file refuses the whole init.

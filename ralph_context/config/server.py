@@ -21,9 +21,15 @@ class ServerSettings(Section):
     port: int = Field(default=8765, ge=1, le=65535)
     auto_start: bool = True
     # Bearer tokens for HTTP (see ralph_context.server.tokens), relative to the project
-    # root; RALPH_CONTEXT_TOKEN adds one. No file and no variable: no authentication, and
-    # a bind beyond loopback is refused. `ralph-context token new` writes here.
+    # root; RALPH_CONTEXT_TOKEN adds one. No file and no variable: a bind beyond loopback
+    # is refused. `ralph-context token new` writes here.
     token_file: Path = Path(".agent/server.tokens")
+    # The store's owner token (`owner.token` in the store's folder, mode 0600), created at
+    # a server's first start and required over HTTP beside the tokens above: another local
+    # user can reach a loopback port but cannot read the file. The project's hooks, CLI,
+    # bridge and Ralph's hooks read it themselves. false: loopback is open to every local
+    # user when no token is configured (as before 0.x).
+    owner_token: bool = True
     # Host and Origin headers accepted beyond loopback and this machine's own names
     # ("name:*" allows any port): DNS-rebinding protection stays on for every bind.
     allowed_hosts: tuple[str, ...] = ()

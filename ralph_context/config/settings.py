@@ -25,6 +25,7 @@ from ralph_context.config.loading import (
     read_block,
     refuse_prompt_data,
 )
+from ralph_context.config.owner_token import OWNER_FILE
 from ralph_context.config.packs import PacksSettings
 from ralph_context.config.presets import PRESETS, Preset
 from ralph_context.config.prompts import PromptSpec
@@ -186,6 +187,14 @@ class Settings(BaseSettings):
         """The HTTP server's token file, resolved against the project root."""
         path = self.server.token_file.expanduser()
         return path if path.is_absolute() else self._root / path
+
+    def owner_token_path(self) -> Path:
+        """The store's owner token (``config.owner_token``): in the store's own folder,
+        which a writer keeps 0700, or for a store on object storage in the project's
+        ``.agent`` folder (each machine's replicas have their own)."""
+        root = self.store_root()
+        folder = root if isinstance(root, Path) else self._root / ".agent"
+        return folder / OWNER_FILE
 
     def ab_results_path(self) -> Path:
         """The A/B results the console plots (``server.ab_results``), against the project root."""

@@ -16,6 +16,7 @@ from ralph_context.actors.settle import keep_upkeep
 from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, build_item
 from ralph_context.config import EmbeddingsSettings, Settings
+from ralph_context.config.owner_token import client_token
 from ralph_context.config.token_file import token_for
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
 from ralph_context.engine.health import EngineHealth
@@ -122,7 +123,11 @@ class EngineWiring:
             lock_at=None if settings.is_ephemeral else settings.store_root(),
         )
         if settings.storage.on_object_storage:  # its writes may go to another replica
-            storage.forward_token = token_for(settings.token_path(), settings.storage.namespace)
+            # A configured token first: the replicas of other machines share it; the owner
+            # token (``config.owner_token``) is this project's own replicas'.
+            storage.forward_token = token_for(
+                settings.token_path(), settings.storage.namespace
+            ) or client_token(settings)
         await supervisor.start(storage)
         self._storage = storage
         if storage.fatal is not None:

@@ -9,6 +9,7 @@ leave a half-written config behind.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +19,11 @@ from ralph_context import namespaces
 from ralph_context.atomic import write_text_atomically
 from ralph_context.errors import ConfigError
 
-__all__ = ["MCP_JSON", "SERVER_NAME", "Registration", "register", "server_entry"]
+__all__ = ["HEADERS_HELPER", "MCP_JSON", "SERVER_NAME", "Registration", "register", "server_entry"]
 
 MCP_JSON = ".mcp.json"
 SERVER_NAME = "ralph-context"
+HEADERS_HELPER = "headersHelper"
 
 
 @dataclass(frozen=True)
@@ -40,17 +42,28 @@ def server_entry(
     host: str,
     port: int,
     namespace: str = namespaces.DEFAULT,
+    owner_token: bool = True,
 ) -> dict[str, Any]:
     """The ``mcpServers`` entry: a command for stdio (this install's console script, so the
     client starts the same version), a URL for a server already running over HTTP (the
-    namespace's own path; a stdio server reads the namespace from the config)."""
-    if transport == "http":
-        return {"type": "http", "url": namespaces.endpoint(f"http://{host}:{port}/mcp", namespace)}
+    namespace's own path; a stdio server reads the namespace from the config).
+
+    A URL entry of a server that requires the store's owner token (``owner_token``, see
+    ``config.owner_token``) names a ``headersHelper``, Claude Code's command that prints the
+    request headers: ``ralph-context token owner --header``, run in the project (the token
+    itself never goes into a file the project may commit)."""
     script = Path(sys.executable).with_name("ralph-context")
-    entry: dict[str, Any] = {
-        "command": str(script) if script.exists() else "ralph-context",
-        "args": ["serve"],
-    }
+    command = str(script) if script.exists() else "ralph-context"
+    if transport == "http":
+        url = namespaces.endpoint(f"http://{host}:{port}/mcp", namespace)
+        entry: dict[str, Any] = {"type": "http", "url": url}
+        if owner_token:
+            helper = [command, "token", "owner", "--header"]
+            if config is not None:
+                helper += ["--config", str(config.resolve())]
+            entry[HEADERS_HELPER] = shlex.join(helper)
+        return entry
+    entry = {"command": command, "args": ["serve"]}
     if config is not None:
         # Clients may start servers in another folder; the config's folder anchors the store.
         entry["env"] = {"RALPH_CONTEXT_CONFIG": str(config.resolve())}

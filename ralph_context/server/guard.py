@@ -2,7 +2,8 @@
 hooks, the replicas' forwarded writes): a POST, the SDK's Host/Origin check (a page in a
 browser cannot post here: the body must be JSON, which a cross-site form cannot send
 without a preflight nobody answers), a namespace name, and when the server has tokens
-the bearer token and its namespaces."""
+the bearer token and its namespaces. :func:`bearer_only` puts the token check alone in
+front of an app that has none of its own (the deprecated SSE transport)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ralph_context import namespaces
 from ralph_context.config.token_file import EVERY
 
 if TYPE_CHECKING:
     from ralph_context.server.http import Spaces
+    from ralph_context.server.tokens import TokenBook
 
-__all__ = ["GuardedEndpoint", "refusal", "refused"]
+__all__ = ["NO_TOKEN", "GuardedEndpoint", "bearer_only", "refusal", "refused"]
+
+NO_TOKEN = "this server needs 'Authorization: Bearer <token>'"
 
 
 def refused(status: int, text: str) -> Response:
@@ -44,7 +48,7 @@ async def refusal(
     if tokens_enabled:
         user = request.scope.get("user")
         if not isinstance(user, AuthenticatedUser):
-            return refused(401, "this server needs 'Authorization: Bearer <token>'")
+            return refused(401, NO_TOKEN)
         if EVERY not in user.scopes and name not in user.scopes:
             return refused(403, f"this token does not grant namespace {name!r}")
     return None
@@ -70,3 +74,23 @@ class GuardedEndpoint:
 
     async def answer(self, request: Request) -> Response:
         raise NotImplementedError
+
+
+def bearer_only(app: ASGIApp, tokens: TokenBook) -> ASGIApp:
+    """``app`` answering only HTTP requests that carry one of ``tokens`` (``app`` itself
+    when there are none); others get 401 with a ``WWW-Authenticate`` challenge."""
+    if not tokens.enabled:
+        return app
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            header = dict(scope.get("headers", ())).get(b"authorization", b"")
+            scheme, _, token = header.decode("latin-1").partition(" ")
+            if scheme.lower() != "bearer" or tokens.verify(token.strip()) is None:
+                answer = refused(401, NO_TOKEN)
+                answer.headers["WWW-Authenticate"] = 'Bearer realm="ralph-context"'
+                await answer(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return guarded

@@ -42,6 +42,7 @@ from ralph_context.server.agents.events import AgentEvents
 from ralph_context.server.agents.route import hook_routes
 from ralph_context.server.app import serving
 from ralph_context.server.console import console_routes
+from ralph_context.server.guard import NO_TOKEN
 from ralph_context.server.limits import InFlight, RateLimiter, retry_after
 from ralph_context.server.replica_route import replica_routes
 from ralph_context.server.tokens import TokenBook
@@ -250,7 +251,7 @@ class _Endpoint:
         await space.manager.handle_request(scope, receive, send)
 
 
-_NO_TOKEN = "this server needs 'Authorization: Bearer <token>'"
+_NO_TOKEN = NO_TOKEN
 # JSON-RPC's "server error" range: the MCP client shows a JSON-RPC error body's message
 # (for any other body it shows only "Server returned an error response").
 _REFUSED = -32000

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp
 
 from ralph_context import namespaces
 from ralph_context._logging import get_logger
-from ralph_context.config import Settings
+from ralph_context.config import Settings, owner_token
 from ralph_context.engine import Engine
 from ralph_context.errors import ConfigError
 from ralph_context.object_location import Location
@@ -30,6 +30,7 @@ from ralph_context.server.agents import daemon
 from ralph_context.server.agents.project import forget_server
 from ralph_context.server.app import serving
 from ralph_context.server.console import PREFIX
+from ralph_context.server.guard import bearer_only
 from ralph_context.server.http import LOOPBACK, Spaces, build_app
 from ralph_context.server.stdio import serve_stdio
 from ralph_context.server.tokens import TokenBook
@@ -88,9 +89,10 @@ async def serve(
         # Where the other replicas send their writes while this one holds the lease.
         replica_url = f"http://{_reachable(bind)}:{number}"
         settings = settings.with_overrides(storage={"replica_url": replica_url})
-    tokens = TokenBook.load(settings.token_path())
-    if bind not in LOOPBACK and not tokens.enabled:
+    configured = TokenBook.load(settings.token_path())
+    if bind not in LOOPBACK and not configured.enabled:
         raise ConfigError(_OPEN_BIND.format(host=bind))
+    tokens = _with_owner(settings)
     store = None if settings.is_ephemeral else settings.store_root()
     if chosen == "sse":
         await _serve_sse(settings, bind, number, store, tokens, read_only)
@@ -102,7 +104,7 @@ async def serve(
         if refused is not None:
             spaces.close()
         else:
-            auth = f"bearer token ({len(tokens.grants)})" if tokens.enabled else "none (loopback)"
+            auth = _auth(tokens)
             facts = _facts(default.engine) if default.engine is not None else {}
             log.info("serving", transport="http", auth=auth, read_only=read_only, **facts)
             described = _listed({**facts, "auth": auth, "other namespaces": "/ns/NAME/mcp"})
@@ -120,6 +122,27 @@ async def serve(
         if agents_root is not None and _served_elsewhere(agents_root, settings, store):
             return
         raise refused
+
+
+def _with_owner(settings: Settings) -> TokenBook:
+    """The tokens this HTTP server takes: the configured ones and, unless
+    ``server.owner_token`` is off, the store's owner token (created on the first start;
+    ``config.owner_token``).
+
+    Raises:
+        ConfigError: A token file is unsafe or malformed.
+    """
+    owner = owner_token.ensure(settings.owner_token_path()) if settings.server.owner_token else None
+    return TokenBook.load(settings.token_path(), owner=owner)
+
+
+def _auth(tokens: TokenBook) -> str:
+    if not tokens.enabled:
+        return "none (loopback: every local user)"
+    others = len(tokens.grants) - (tokens.owner_digest is not None)
+    if tokens.owner_digest is None:
+        return f"bearer token ({others})"
+    return "owner token" + (f" and {others} more" if others else "")
 
 
 def _served_elsewhere(root: Path, settings: Settings, store: Location | None) -> bool:
@@ -189,11 +212,11 @@ async def _serve_sse(
     tokens: TokenBook,
     read_only: bool,
 ) -> None:
-    """The deprecated SSE transport: the default namespace, on loopback, without tokens."""
-    if tokens.enabled:
-        raise ConfigError("the SSE transport has no authentication here; use --transport http")
+    """The deprecated SSE transport: the default namespace, behind the same tokens (every
+    request: the event stream and its message posts)."""
     async with serving(settings, read_only=read_only) as (server, _engine):
-        await _uvicorn(server.sse_app(host=bind), bind, port, store, "/sse", "deprecated SSE")
+        app = bearer_only(server.sse_app(host=bind), tokens)
+        await _uvicorn(app, bind, port, store, "/sse", f"deprecated SSE, {_auth(tokens)}")
 
 
 def _facts(engine: Engine) -> dict[str, str]:

@@ -6,8 +6,9 @@ A token file holds one token per line, optionally followed by the namespaces it 
     3f9c...e1            # every namespace
     7a20...4d team-a,ci  # only these two
 
-``RALPH_CONTEXT_TOKEN`` (one token, every namespace) and ``server.token_file`` add to each
-other; a token file that does not exist holds no tokens. Tokens are compared in constant
+``RALPH_CONTEXT_TOKEN`` (one token, every namespace), ``server.token_file`` and the store's
+owner token (``config.owner_token``: every namespace, labelled ``owner``) add to each other;
+a token file that does not exist holds no tokens. Tokens are compared in constant
 time, and only a digest of each is kept in memory beyond the check, so a log line or an
 error never shows one.
 """
@@ -25,6 +26,7 @@ from mcp.server.auth.provider import AccessToken
 
 from ralph_context import namespaces
 from ralph_context.atomic import write_text_atomically
+from ralph_context.config.owner_token import OWNER_LABEL
 from ralph_context.config.token_file import ENV_TOKEN, EVERY, read_tokens
 from ralph_context.errors import ConfigError
 
@@ -61,9 +63,25 @@ class TokenBook:
     def enabled(self) -> bool:
         return bool(self.grants)
 
+    @property
+    def owner_digest(self) -> bytes | None:
+        """The owner token's digest, the key of the console's one-time login links
+        (``console.links``); ``None`` when the server keeps no owner token."""
+        for grant in self.grants:
+            if grant.label == OWNER_LABEL:
+                return grant.digest
+        return None
+
     @classmethod
-    def load(cls, token_file: Path | None, *, environ: dict[str, str] | None = None) -> TokenBook:
-        """The tokens from ``RALPH_CONTEXT_TOKEN`` and ``token_file``.
+    def load(
+        cls,
+        token_file: Path | None,
+        *,
+        environ: dict[str, str] | None = None,
+        owner: str | None = None,
+    ) -> TokenBook:
+        """The tokens from ``RALPH_CONTEXT_TOKEN``, ``token_file`` and ``owner`` (the
+        store's owner token, when the server keeps one).
 
         Raises:
             ConfigError: The file is missing, readable by others, or has a bad line.
@@ -75,6 +93,8 @@ class TokenBook:
             grants.append(_grant(from_env, frozenset({EVERY}), f"{ENV_TOKEN}"))
         if token_file is not None and token_file.exists():
             grants += _read(token_file)
+        if owner is not None:
+            grants.append(Grant(_digest(owner), OWNER_LABEL, frozenset({EVERY})))
         return cls(grants)
 
     def verify(self, token: str) -> Grant | None:

@@ -40,8 +40,11 @@ FILE_MODE = 0o600
 # Bits nobody but the owner may hold on anything under a store.
 _OTHERS = stat.S_IRWXG | stat.S_IRWXO
 # What a store folder holds besides its tables (``*.lance``): the archive database, the
-# other namespaces, the model record and the writer lock's files.
-_STORE_MARKS = frozenset({"context_items.lance", "store.json", "writer.json", "writer.lock"})
+# other namespaces, the model record, the writer lock's files and the HTTP server's owner
+# token (``config.owner_token``).
+_STORE_MARKS = frozenset(
+    {"context_items.lance", "store.json", "writer.json", "writer.lock", "owner.token"}
+)
 _STORE_ENTRIES = _STORE_MARKS | {"archives", "namespaces"}
 
 

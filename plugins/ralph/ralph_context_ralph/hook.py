@@ -29,6 +29,7 @@ from typing import Any
 
 from ralph_context import Engine, Settings, namespaces
 from ralph_context._logging import get_logger
+from ralph_context.config.owner_token import client_token
 from ralph_context.models import IterationResult, Tier
 from ralph_context.retrieval.injection import context_section
 from ralph_context.storage import writer_lock
@@ -262,7 +263,11 @@ def _engine_or_its_writer(engine: Engine) -> ContextSource:
         return EngineSource(engine)
     endpoint = namespaces.endpoint(holder.endpoint, engine.settings.storage.namespace)
     log.info("context_via_store_writer", pid=holder.pid, endpoint=endpoint)
-    return ServerSource(endpoint, max_content_bytes=engine.settings.storage.max_content_bytes)
+    return ServerSource(
+        endpoint,
+        max_content_bytes=engine.settings.storage.max_content_bytes,
+        token=client_token(engine.settings, endpoint),
+    )
 
 
 def _wire(handle: Handle) -> None:

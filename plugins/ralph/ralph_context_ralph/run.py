@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ralph_context import Engine, Settings
+from ralph_context.config.owner_token import client_token
 from ralph_context_ralph.hook import Handle, attach
 from ralph_context_ralph.sources import ContextSource, ServerSource
 
@@ -33,7 +34,9 @@ def run_with_memory(
     orchestrator = RalphOrchestrator(
         str(prompt_file), primary_tool=agent, max_iterations=max_iterations
     )
-    source: Engine | ContextSource = ServerSource(server) if server else Engine(settings)
+    source: Engine | ContextSource = (
+        ServerSource(server, token=client_token(settings, server)) if server else Engine(settings)
+    )
     handle = attach(orchestrator, source, settings=settings)
     try:
         orchestrator.run()

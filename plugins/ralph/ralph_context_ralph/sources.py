@@ -18,6 +18,7 @@ from mcp import StdioServerParameters
 from ralph_context import Engine
 from ralph_context._logging import get_logger
 from ralph_context.models import ContextType, IterationResult, RetrievedItem, Tier
+from ralph_context.server.connect import connect
 from ralph_context.server.schemas import ContextAnswer
 
 __all__ = [
@@ -192,18 +193,28 @@ class _ServerSession:
 
 
 class ServerSource:
-    """A ralph-context MCP server: a URL (streamable HTTP) or a command run over stdio."""
+    """A ralph-context MCP server: a URL (streamable HTTP, sent ``token`` as a bearer
+    token when given) or a command run over stdio."""
 
     name = "server"
 
     def __init__(
-        self, target: str | StdioServerParameters, *, max_content_bytes: int = 100_000
+        self,
+        target: str | StdioServerParameters,
+        *,
+        max_content_bytes: int = 100_000,
+        token: str | None = None,
     ) -> None:
         self.target = target
         self.max_content_bytes = max_content_bytes
+        self.token = token
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[ContextSession]:
+        if isinstance(self.target, str):
+            async with connect(self.target, self.token) as client:
+                yield _ServerSession(client, self.max_content_bytes)
+            return
         async with mcp.Client(self.target) as client:
             yield _ServerSession(client, self.max_content_bytes)
 

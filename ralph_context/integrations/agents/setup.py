@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+from ralph_context.config.token_file import ENV_TOKEN
 from ralph_context.integrations.agents.codex_toml import add_block, remove_block
 from ralph_context.integrations.agents.files import FileEdit, read_text
 from ralph_context.integrations.agents.json_settings import (
@@ -34,7 +35,7 @@ from ralph_context.integrations.agents.json_settings import (
     remove_hooks,
     remove_server,
 )
-from ralph_context.integrations.mcp_json import MCP_JSON, SERVER_NAME
+from ralph_context.integrations.mcp_json import HEADERS_HELPER, MCP_JSON, SERVER_NAME
 
 __all__ = ["CLAUDE_HOOKS", "CODEX_HOOKS", "Agent", "installed_script", "plan"]
 
@@ -121,8 +122,12 @@ def shared(entry: dict[str, Any]) -> dict[str, Any]:
 
 def codex_server(entry: dict[str, Any]) -> dict[str, Any]:
     """Our ``.mcp.json`` entry in Codex's terms: a command, or a streamable-HTTP ``url``
-    (Codex's table has no ``type`` key)."""
-    return {key: value for key, value in entry.items() if key != "type"}
+    (Codex's table has no ``type`` key, and no headers helper: it reads the bearer token
+    from ``RALPH_CONTEXT_TOKEN``, which ``ralph-context token owner`` prints)."""
+    found = {key: value for key, value in entry.items() if key not in ("type", HEADERS_HELPER)}
+    if HEADERS_HELPER in entry:
+        found["bearer_token_env_var"] = ENV_TOKEN
+    return found
 
 
 def _hooks_file(

@@ -18,8 +18,10 @@ import mcp
 
 from ralph_context import namespaces
 from ralph_context.config import Settings
+from ralph_context.config.owner_token import client_token
 from ralph_context.errors import IdempotencyConflict
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
+from ralph_context.server.connect import connect
 from ralph_context.storage import writer_lock
 
 __all__ = ["Memory", "ReadOnly", "open_memory"]
@@ -150,7 +152,7 @@ async def open_memory(settings: Settings) -> AsyncIterator[Memory]:
         holder = writer_lock.other_writer(settings.store_root())
     if holder is not None and holder.endpoint is not None:
         url = namespaces.endpoint(holder.endpoint, settings.storage.namespace)
-        async with mcp.Client(url) as client:
+        async with connect(url, client_token(settings, url)) as client:
             yield _Server(client)
         return
     from ralph_context.engine import Engine  # ~2 s of imports a server's client skips

@@ -26,7 +26,12 @@ from ralph_context import namespaces
 from ralph_context._logging import get_logger
 from ralph_context.config import Settings
 from ralph_context.server.agents.events import AgentEvents
-from ralph_context.server.agents.project import ServerNote, take_spool, write_server
+from ralph_context.server.agents.project import (
+    ServerNote,
+    take_spool,
+    token_files,
+    write_server,
+)
 
 __all__ = ["Activity", "SpoolFirst", "advertise", "ingest_spool", "watch_idle"]
 
@@ -114,12 +119,13 @@ def advertise(root: Path, mcp_url: str, settings: Settings, pid: int | None = No
     ``mcp_url``, naming the project's namespace; ``pid``: the server's process, when it is
     another one (default: this one)."""
     url = urlsplit(namespaces.endpoint(mcp_url, settings.storage.namespace))
-    token_file = settings.token_path()
+    owner, token_file = token_files(settings)
     note = ServerNote(
         base_url=f"{url.scheme}://{url.netloc}",
         mcp_path=url.path,
         pid=os.getpid() if pid is None else pid,
-        token_file=str(token_file) if token_file.is_file() else None,
+        token_file=token_file,
+        owner_token=owner,
     )
     write_server(root, note)
     return note

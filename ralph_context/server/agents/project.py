@@ -29,11 +29,15 @@ import sys
 import time
 from pathlib import Path
 
+from ralph_context.server.agents.listener import listener_is_ours
+
 # Only for the type checker: a hook process imports this module (see ``post``).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
+
+    from ralph_context.config import Settings
 
 __all__ = [
     "SERVER_FILE",
@@ -49,6 +53,7 @@ __all__ = [
     "spool",
     "start_server",
     "take_spool",
+    "token_files",
     "write_server",
 ]
 
@@ -69,18 +74,25 @@ MAX_SPOOL_BYTES = 8 << 20
 
 class ServerNote:
     """How a hook reaches the project's server: its base URL (``http://127.0.0.1:PORT``),
-    the MCP path of its namespace, and the token file to read a bearer token from (when
-    the server needs one). (A plain class: ``dataclasses`` costs a hook ~15 ms.)"""
+    the MCP path of its namespace, the store's owner token file (``config.owner_token``)
+    and the configured token file to read a bearer token from. (A plain class:
+    ``dataclasses`` costs a hook ~15 ms.)"""
 
-    __slots__ = ("base_url", "mcp_path", "pid", "token_file")
+    __slots__ = ("base_url", "mcp_path", "owner_token", "pid", "token_file")
 
     def __init__(
-        self, base_url: str, mcp_path: str, pid: int, token_file: str | None = None
+        self,
+        base_url: str,
+        mcp_path: str,
+        pid: int,
+        token_file: str | None = None,
+        owner_token: str | None = None,
     ) -> None:
         self.base_url = base_url
         self.mcp_path = mcp_path
         self.pid = pid
         self.token_file = token_file
+        self.owner_token = owner_token
 
     def as_dict(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in self.__slots__}
@@ -135,8 +147,8 @@ def agent_folder(root: Path) -> Path:
 def read_server(root: Path) -> ServerNote | None:
     """The server note of ``root``'s project, if one is there, readable and trustworthy:
     written by this user with mode 0600 (as :func:`write_server` writes it: a note that
-    came with a cloned repository is not), naming a loopback address (a hook sends the
-    prompt there, and a bearer token)."""
+    came with a cloned repository is not), naming a loopback address whose listener, if
+    any, is this user's (a hook sends the prompt there, and a bearer token)."""
     path = agent_folder(root) / SERVER_FILE
     try:
         if not _owner_only(path):
@@ -147,11 +159,12 @@ def read_server(root: Path) -> ServerNote | None:
             mcp_path=str(data.get("mcp_path", "/mcp")),
             pid=int(data["pid"]),
             token_file=data.get("token_file"),
+            owner_token=data.get("owner_token"),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
     host = note.base_url.removeprefix("http://").rpartition(":")[0].strip("[]")
-    return note if host in _LOOPBACK else None
+    return note if host in _LOOPBACK and listener_is_ours(note.base_url) else None
 
 
 def _owner_only(path: Path) -> bool:
@@ -228,26 +241,49 @@ def start_server(root: Path, script: list[str] | None = None) -> bool:
 
 
 def bearer_token(note: ServerNote, environ: Mapping[str, str] | None = None) -> str | None:
-    """A bearer token for the server: ``RALPH_CONTEXT_TOKEN``, else the first token of the
-    file the server reads that grants the note's namespace (or every one); the file must
-    be this user's, owner-only, as the server requires."""
+    """A bearer token for the server: the store's owner token the note names, else
+    ``RALPH_CONTEXT_TOKEN``, else the first token of the file the server reads that grants
+    the note's namespace (or every one). Each file must be this user's, owner-only, as the
+    server requires."""
+    owner = _first_token(note.owner_token, None)
+    if owner:
+        return owner
     env = os.environ if environ is None else environ
     if env.get(TOKEN_ENV):
         return env[TOKEN_ENV]
-    if not note.token_file:
-        return None
     path = note.mcp_path.strip("/").split("/")
     namespace = path[1] if len(path) == 3 and path[0] == "ns" else "default"
+    return _first_token(note.token_file, namespace)
+
+
+def _first_token(file: str | None, namespace: str | None) -> str | None:
+    """The first token of ``file`` that grants ``namespace`` (any, for ``None``)."""
+    if not file:
+        return None
     try:
-        if not _owner_only(Path(note.token_file)):
+        if not _owner_only(Path(file)):
             return None
-        for line in Path(note.token_file).read_text(encoding="utf-8").splitlines():
+        for line in Path(file).read_text(encoding="utf-8").splitlines():
             fields = line.split("#", 1)[0].split()
-            if fields and (len(fields) == 1 or namespace in fields[1].split(",")):
+            if not fields:
+                continue
+            if namespace is None or len(fields) == 1 or namespace in fields[1].split(","):
                 return fields[0]
     except OSError:
         return None
     return None
+
+
+def token_files(settings: Settings) -> tuple[str | None, str | None]:
+    """Where a client of ``settings``' server reads its token (``ServerNote``'s
+    ``owner_token`` and ``token_file``): the store's owner token, when the server keeps
+    one, and the configured token file, each when it is there."""
+    owner = settings.owner_token_path()
+    configured = settings.token_path()
+    return (
+        str(owner) if settings.server.owner_token and owner.is_file() else None,
+        str(configured) if configured.is_file() else None,
+    )
 
 
 def spool(root: Path, client: str, payload: dict[str, Any]) -> bool:

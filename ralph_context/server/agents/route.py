@@ -14,8 +14,10 @@ names it (the hook logs it and the agent goes on without context).
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import (
     RequestBodyLimitMiddleware,
 )
@@ -25,7 +27,7 @@ from starlette.routing import BaseRoute, Route
 
 from ralph_context import namespaces
 from ralph_context._logging import get_logger
-from ralph_context.server.guard import GuardedEndpoint, refused
+from ralph_context.server.guard import NO_TOKEN, GuardedEndpoint, refused
 
 if TYPE_CHECKING:
     from ralph_context.server.http import Spaces
@@ -69,11 +71,18 @@ def hook_routes(spaces: Spaces, tokens_enabled: bool) -> list[BaseRoute]:
     return [
         Route("/hooks/{client}", endpoint),
         Route("/ns/{name}/hooks/{client}", endpoint),
-        Route("/agents/alive", _alive, methods=["GET"]),
+        Route("/agents/alive", _alive(tokens_enabled), methods=["GET"]),
     ]
 
 
-async def _alive(request: Request) -> Response:
+def _alive(tokens_enabled: bool) -> Callable[[Request], Awaitable[Response]]:
     """What a bridge calls now and then: a request, so an agent's open MCP entry keeps the
-    project's server from its idle exit (``daemon``)."""
-    return Response(status_code=204)
+    project's server from its idle exit (``daemon``); with tokens, only with one (another
+    local user cannot keep the owner's server up)."""
+
+    async def alive(request: Request) -> Response:
+        if tokens_enabled and not isinstance(request.scope.get("user"), AuthenticatedUser):
+            return refused(401, NO_TOKEN)
+        return Response(status_code=204)
+
+    return alive

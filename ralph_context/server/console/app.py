@@ -1,9 +1,10 @@
 """The memory console: pages and forms at ``/console``, on the HTTP server's port.
 
-Who may look: the HTTP API's own bearer tokens. A browser logs in once with a token
-(``login``) and gets a session cookie (``sessions``); a script may send the token as
-``Authorization: Bearer`` instead. A token scoped to some namespaces shows only those. With
-no token configured, which the server allows on loopback only, the console opens at once.
+Who may look: the HTTP API's own bearer tokens, the store's owner token among them. A
+browser logs in once, with a token or a one-time link (``login``), and gets a session
+cookie (``sessions``); a script may send the token as ``Authorization: Bearer`` instead. A
+token scoped to some namespaces shows only those. With no token at all
+(``server.owner_token`` off and none configured: loopback only), the console opens at once.
 
 Every request first passes ``guard`` (its Host, and a POST's Origin, name this server).
 A form's body is read only after its sender's session or token was checked, and only up to

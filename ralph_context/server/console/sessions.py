@@ -3,12 +3,15 @@
 A browser holds only a random session id, in an HttpOnly, SameSite=Strict cookie scoped to
 ``/console``: script cannot read it, and no other site's page can make the browser send it
 (so a form on another site cannot act here even before the CSRF check). The session itself
-stays in this process: the namespaces its token grants (``None`` until it logs in) and a
-per-session CSRF token every state-changing form carries in a hidden field. A restart
-forgets every session, which costs a login, never a leak.
+stays in this process: the namespaces its token grants and a per-session CSRF token every
+state-changing form carries in a hidden field. A restart forgets every session, which
+costs a login, never a leak.
 
-Sessions are bounded in number and in idle time: a flood of visitors evicts the oldest, and
-an idle session expires.
+Sessions are bounded in number and in idle time: past the bound the oldest is evicted, and
+an idle session expires. Only a login makes one (``login``: the login form needs none), so
+a flood of anonymous requests cannot evict a logged-in browser; only a flood of logins,
+which takes a token. (A server with no token at all, ``server.owner_token`` off, gives
+every browser a session at its first page: there every visitor is trusted alike.)
 """
 
 from __future__ import annotations
