@@ -1,5 +1,6 @@
 """Server processes the benchmarks (and the object-storage tests) start: a free loopback
-port for one, waiting until it serves, the CPU it has used and the memory it holds."""
+port for one, waiting until it serves, the owner token its clients send (every HTTP server
+requires one, ``config.owner_token``), the CPU it has used and the memory it holds."""
 
 from __future__ import annotations
 
@@ -11,7 +12,22 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["cpu_seconds", "free_port", "rss_bytes", "wait_until_serving"]
+__all__ = ["cpu_seconds", "free_port", "owner_token_of", "rss_bytes", "wait_until_serving"]
+
+
+def owner_token_of(config: Path) -> str:
+    """The owner token the server of ``config``'s store made at its start (what the
+    project's own clients send; the benchmarks' clients send it too).
+
+    Raises:
+        RuntimeError: There is none (the server has not started).
+    """
+    from ralph_context.config import Settings, owner_token
+
+    found = owner_token.read(Settings.load(config).owner_token_path())
+    if found is None:
+        raise RuntimeError(f"no owner token for the store of {config}")
+    return found
 
 
 def free_port() -> int:

@@ -1,5 +1,6 @@
 """Start ``ralph-context serve`` as a real subprocess: over HTTP (wait until it answers), or
-the parameters for a stdio client."""
+the parameters for a stdio client; and the owner token its clients send (every HTTP server
+requires one: ``config.owner_token``)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO
 
+import mcp
 from mcp import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from benchmarks.serving import free_port
+from ralph_context.config import Settings
+from ralph_context.config import owner_token as owner_tokens
 
 CLI = [sys.executable, "-m", "ralph_context"]
 
@@ -125,3 +133,26 @@ def stdio_server(directory: Path) -> StdioServerParameters:
     return StdioServerParameters(
         command=CLI[0], args=[*CLI[1:], "serve"], env=environment(config), cwd=str(directory)
     )
+
+
+def owner_token(config: Path) -> str:
+    """The owner token of the store ``config`` names (its server made it at start)."""
+    settings = Settings.load(config)
+    found = owner_tokens.read(settings.owner_token_path())
+    assert found is not None, f"no owner token for {config}: was its server started?"
+    return found
+
+
+def owner_headers(config: Path) -> dict[str, str]:
+    """``Authorization: Bearer`` with the owner token of ``config``'s store."""
+    return {"Authorization": f"Bearer {owner_token(config)}"}
+
+
+@asynccontextmanager
+async def owner_client(url: str, config: Path) -> AsyncIterator[mcp.Client]:
+    """The real MCP client of the server at ``url``, sending ``config``'s owner token."""
+    async with (
+        create_mcp_http_client(owner_headers(config)) as http,
+        mcp.Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client

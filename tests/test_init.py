@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -64,10 +66,25 @@ def test_init_keeps_other_servers_and_is_idempotent(project: Path) -> None:
     assert document["mcpServers"]["other"] == mine  # type: ignore[index]
     http = cli("init", "--project", str(project), "--transport", "http")
     assert http.stdout.startswith("updated ")
-    assert read(project)["mcpServers"]["ralph-context"] == {  # type: ignore[index]
-        "type": "http",
-        "url": "http://127.0.0.1:9123/mcp",
-    }
+    entry = read(project)["mcpServers"]["ralph-context"]  # type: ignore[index]
+    assert entry.pop("type") == "http" and entry.pop("url") == "http://127.0.0.1:9123/mcp"
+    # Claude Code runs the helper for the request headers: the store's owner token, which
+    # the project's HTTP server requires (the token itself is not in the file).
+    helper = shlex.split(entry.pop("headersHelper"))
+    assert entry == {}
+    assert helper[1:] == [
+        "token",
+        "owner",
+        "--header",
+        "--config",
+        str((project / "ralph.yml").resolve()),
+    ]
+    printed = subprocess.run(helper, cwd=project.parent, capture_output=True, text=True, timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    header = json.loads(printed.stdout)
+    token = (project / "memory-store" / "owner.token").read_text(encoding="utf-8").strip()
+    assert header == {"Authorization": f"Bearer {token}"}
+    assert (project / "memory-store" / "owner.token").stat().st_mode & 0o777 == 0o600
 
 
 def test_init_refuses_a_broken_file_and_leaves_it_alone(project: Path) -> None:

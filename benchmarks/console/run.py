@@ -30,6 +30,7 @@ import numpy as np
 
 from benchmarks.latency.mcp_latency import start_http
 from benchmarks.latency.run import load_corpus, load_store, percentile
+from benchmarks.serving import owner_token_of
 from benchmarks.settings import store_settings
 from ralph_context import Engine, IterationResult
 from ralph_context.config import Settings
@@ -123,10 +124,14 @@ def _server_ms(answer: httpx.Response) -> float:
     return float(timing.split("dur=", 1)[1]) if "dur=" in timing else float("nan")
 
 
-def ask(base: str, pages: dict[str, Callable[[int], str]], requests: int) -> dict[str, Any]:
-    """Every page ``requests`` times (after 3 untimed), one request at a time."""
+def ask(
+    base: str, pages: dict[str, Callable[[int], str]], requests: int, token: str
+) -> dict[str, Any]:
+    """Every page ``requests`` times (after 3 untimed), one request at a time, as a script
+    asks: with the store's owner token as a bearer token."""
     found: dict[str, Any] = {}
-    with httpx.Client(base_url=base, timeout=60) as http:
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=base, timeout=60, headers=headers) as http:
         for name, path in pages.items():
             for n in range(3):
                 http.get(path(1000 + n)).raise_for_status()
@@ -177,7 +182,8 @@ def measure(
         server, url = start_http(config)
         try:
             load_before = os.getloadavg()
-            pages = ask(url.removesuffix("/mcp"), _pages(seeded, requests), requests)
+            base = url.removesuffix("/mcp")
+            pages = ask(base, _pages(seeded, requests), requests, owner_token_of(config))
             load_after = os.getloadavg()
         finally:
             server.terminate()

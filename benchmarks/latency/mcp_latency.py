@@ -36,10 +36,11 @@ from benchmarks.latency.run import (
     load_store,
     percentile,
 )
-from benchmarks.serving import free_port, wait_until_serving
+from benchmarks.serving import free_port, owner_token_of, wait_until_serving
 from benchmarks.settings import store_settings
 from ralph_context import Engine, Settings
 from ralph_context.embeddings.local import load_embedder
+from ralph_context.server.connect import connect
 
 SERVE = [sys.executable, "-m", "ralph_context", "serve"]
 
@@ -120,7 +121,7 @@ def start_http(config: Path) -> tuple[subprocess.Popen[bytes], str]:
 async def over_http(config: Path, questions: list[str]) -> list[float]:
     process, url = await anyio.to_thread.run_sync(start_http, config)
     try:
-        async with mcp.Client(url) as client:
+        async with connect(url, owner_token_of(config)) as client:
             return await time_queries(client, questions)
     finally:
         process.terminate()
@@ -135,12 +136,13 @@ async def clients_over_http(
     ``server_rss_mb``: what a user's long-running server holds, its upkeep worker aside)."""
     process, url = await anyio.to_thread.run_sync(start_http, config)
     try:
-        async with mcp.Client(url) as client:
+        token = owner_token_of(config)
+        async with connect(url, token) as client:
             single = await time_queries(client, questions)
         together: list[float] = []
 
         async def one(share: list[str]) -> None:
-            async with mcp.Client(url) as client:
+            async with connect(url, token) as client:
                 together.extend(await time_queries(client, share))
 
         async with anyio.create_task_group() as group:

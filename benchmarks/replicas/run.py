@@ -37,11 +37,13 @@ import yaml
 from benchmarks.latency.mcp_latency import start_http
 from benchmarks.latency.run import load_corpus, load_store
 from benchmarks.replicas.endpoint import Endpoint, capacity, upload
+from benchmarks.serving import owner_token_of
 from benchmarks.settings import store_settings
 from ralph_context import Engine, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.models import ContextItem
 from ralph_context.object_location import ObjectLocation
+from ralph_context.server.connect import connect
 
 __all__ = ["markdown", "measure", "write_outputs"]
 
@@ -170,8 +172,10 @@ async def writes_phase(
         assert result.structured_content is not None
         acknowledged[str(result.structured_content["id"])] = text
 
+    token = owner_token_of(config)  # the replicas share the project's owner token
+
     async def client(url: str, name: str) -> None:
-        async with mcp.Client(url) as session:
+        async with connect(url, token) as session:
             for n in range(WARM_UP):
                 await write(session, f"{name} warmed up {n}: the build cache", f"{name}-w{n}")
             waiting[0] -= 1
@@ -252,7 +256,8 @@ async def visibility_phase(writes: int, work: Path, location: ObjectLocation) ->
     (a, url_a), (b, url_b) = [await anyio.to_thread.run_sync(start_http, config) for _ in "ab"]
     delays: list[float] = []
     try:
-        async with mcp.Client(url_a) as writer, mcp.Client(url_b) as reader:
+        token = owner_token_of(config)
+        async with connect(url_a, token) as writer, connect(url_b, token) as reader:
             for n in range(writes):
                 text = f"visibility probe {n}: the staging cluster is drained on fridays"
                 stored = await writer.call_tool(

@@ -39,7 +39,9 @@ import numpy as np
 
 from benchmarks.latency.mcp_latency import start_http
 from benchmarks.latency.run import DEFAULT_DATA, Corpus, load_corpus, load_store, percentile
-from benchmarks.serving import cpu_seconds
+from benchmarks.serving import cpu_seconds, owner_token_of
+from ralph_context.config.token_file import ENV_TOKEN
+from ralph_context.server.connect import connect
 
 __all__ = ["main"]
 
@@ -57,7 +59,8 @@ async def _client(
     clock, shared by the processes of one machine); one record per call."""
     rng = random.Random(name)
     calls: list[dict[str, Any]] = []
-    async with mcp.Client(url) as client:
+    # The server's owner token, from the environment the benchmark gave this process.
+    async with connect(url, os.environ.get(ENV_TOKEN)) as client:
         await anyio.sleep(max(0.0, start - time.monotonic()))
         n = 0
         while time.monotonic() < until:
@@ -140,6 +143,7 @@ def run_phase(
     questions: list[str],
     write_every: int,
     label: str,
+    token: str,
 ) -> tuple[list[dict[str, Any]], float]:
     """``clients`` clients spread over the namespaces and ``procs`` processes; their
     records, and the CPU seconds the client processes spent calling."""
@@ -160,6 +164,7 @@ def run_phase(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            env={**os.environ, ENV_TOKEN: token},
         )
         assert worker.stdin is not None
         worker.stdin.write(json.dumps(spec))
@@ -291,8 +296,10 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         started = time.monotonic()
         anyio.run(seed, root, corpus, args.items)
         print(f"seeded 3 x {args.items} items in {time.monotonic() - started:.0f} s", flush=True)
-        server, url = start_http(_config(root))
+        config = _config(root)
+        server, url = start_http(config)
         base = url.removesuffix("/mcp")
+        token = owner_token_of(config)
         try:
             rss = {"start": _rss_mb(server.pid)}
             phases: dict[str, Any] = {}
@@ -313,6 +320,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                     questions=questions,
                     write_every=args.write_every,
                     label=label,
+                    token=token,
                 )
                 calls = max(1, len(got))
                 phases[label] = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -23,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp
 
 from benchmarks.latency.mcp_latency import start_http, write_config
+from benchmarks.serving import owner_token_of
+from ralph_context.config.token_file import ENV_TOKEN
+from ralph_context.server.connect import connect
 
 __all__ = ["main", "two_writers"]
 
@@ -33,7 +36,8 @@ __all__ = ["main", "two_writers"]
 async def _write(url: str, writer: str, count: int) -> list[str]:
     """Store ``count`` distinct items; the ids the server acknowledged."""
     ids: list[str] = []
-    async with mcp.Client(url) as client:
+    # The server's owner token, from the environment the benchmark gave this process.
+    async with connect(url, os.environ.get(ENV_TOKEN)) as client:
         for n in range(count):
             answer = await client.call_tool(
                 "store_context",
@@ -51,8 +55,10 @@ def two_writers(store: Path, per_writer: int) -> dict[str, Any]:
     from ralph_context.storage.lance_store import LanceStore
 
     store.mkdir(parents=True, exist_ok=True)
-    server, url = start_http(write_config(store))
+    config = write_config(store)
+    server, url = start_http(config)
     try:
+        env = {**os.environ, ENV_TOKEN: owner_token_of(config)}
         started = time.monotonic()
         clients = [
             subprocess.Popen(
@@ -67,6 +73,7 @@ def two_writers(store: Path, per_writer: int) -> dict[str, Any]:
                 ],
                 stdout=subprocess.PIPE,
                 text=True,
+                env=env,
             )
             for name in ("a", "b")
         ]

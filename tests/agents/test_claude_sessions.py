@@ -35,6 +35,7 @@ from ralph_context.server.agents.brief import HEADER
 from ralph_context.server.agents.project import (
     ServerNote,
     agent_folder,
+    bearer_token,
     read_server,
     write_server,
 )
@@ -113,6 +114,7 @@ def ask_until(project: Path, text: str, timeout: float = 60) -> str:
     note = read_server(project)
     assert note is not None
     host, port = note.base_url.removeprefix("http://").split(":")
+    token = bearer_token(note)  # the store's owner token, as the hooks send it
     end = time.monotonic() + timeout
     answer = ""
     n = 0
@@ -125,9 +127,8 @@ def ask_until(project: Path, text: str, timeout: float = 60) -> str:
             "prompt": "widget check manifest missing fix",
         }
         connection = http.client.HTTPConnection(host, int(port), timeout=10)
-        connection.request(
-            "POST", "/hooks/claude", json.dumps(body), {"Content-Type": "application/json"}
-        )
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+        connection.request("POST", "/hooks/claude", json.dumps(body), headers)
         answer = str(json.loads(connection.getresponse().read())["context"])
         connection.close()
         if text in answer:

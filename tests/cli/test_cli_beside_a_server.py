@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp
 import pytest
 
-from tests.server_process import CLI, environment, start_http_server, store_config
+from tests.server_process import CLI, environment, owner_client, start_http_server, store_config
 
 # Runs the CLI, then prints the heavy modules it imported on stderr's last line.
 _PROBE = (
@@ -64,10 +63,10 @@ def _cli(config: Path, *arguments: str) -> tuple[subprocess.CompletedProcess[str
     return done, json.loads(last.removeprefix("MODULES "))
 
 
-def _tool(url: str, name: str, arguments: Mapping[str, object]) -> dict[str, Any]:
+def _tool(config: Path, url: str, name: str, arguments: Mapping[str, object]) -> dict[str, Any]:
     async def call() -> dict[str, Any]:
         with anyio.fail_after(60):
-            async with mcp.Client(url) as client:
+            async with owner_client(url, config) as client:
                 answer = await client.call_tool(name, dict(arguments))
         assert answer.structured_content is not None, answer
         return dict(answer.structured_content)
@@ -80,7 +79,7 @@ def test_stats_answers_with_the_servers_figures_without_opening_the_store(
 ) -> None:
     config, url = server
     fact = {"content": "Run migrations first", "context_type": "skill"}
-    stored = _tool(url, "store_context", fact)
+    stored = _tool(config, url, "store_context", fact)
     started = time.perf_counter()
     done, heavy = _cli(config, "stats", "--json")
     took = time.perf_counter() - started
@@ -88,7 +87,7 @@ def test_stats_answers_with_the_servers_figures_without_opening_the_store(
     stats = json.loads(done.stdout)
     # The server's answer, to the letter: the store is not readable here without its lock
     # holder's say (the server holds the writer lock all along).
-    assert stats == _tool(url, "get_context_stats", {})
+    assert stats == _tool(config, url, "get_context_stats", {})
     assert stats["items"] >= 1 and stats["by_type"].get("skill", 0) >= 1
     assert heavy == [], heavy  # no LanceDB, no onnxruntime: nothing opened, nothing loaded
     print(f"\nstats beside a server: {took:.2f} s wall (the item stored: {stored['id']})")
@@ -114,6 +113,7 @@ def test_health_reports_the_servers_actors_and_keeps_its_exit_code(
 def test_search_is_answered_by_the_server_in_the_mcp_shape(server: tuple[Path, str]) -> None:
     config, url = server
     _tool(
+        config,
         url,
         "store_context",
         {"content": "The CSV export writes a UTF-8 byte order mark", "context_type": "output"},

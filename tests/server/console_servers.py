@@ -24,8 +24,9 @@ _CSRF = re.compile(r'name="csrf(?:-token)?" (?:content|value)="([^"]+)"')
 def console_config(folder: Path, *, tokens: bool) -> Path:
     """``ralph.yaml`` in ``folder``: a store there, no background lifecycle, and with
     ``tokens`` a token file granting ``ONLY_BETA`` namespace beta (``EVERYWHERE`` comes
-    from the environment: see :func:`token_env`)."""
-    extra = ""
+    from the environment: see :func:`token_env`; the store's owner token is there too).
+    Without ``tokens``, no token at all: ``server.owner_token`` off, the opt-out."""
+    extra = "    server:\n      owner_token: false\n"
     if tokens:
         token_file = folder / "tokens"
         token_file.write_text(f"{ONLY_BETA} beta\n", encoding="utf-8")

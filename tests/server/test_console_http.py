@@ -33,7 +33,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A writable server without tokens (loopback): its MCP URL and its config."""
+    """A writable server without any token (loopback, ``server.owner_token`` off): its MCP
+    URL and its config."""
     config = console_config(tmp_path_factory.mktemp("open"), tokens=False)
     process, url = start_http_server(config)
     try:
@@ -183,7 +184,11 @@ async def test_a_wrong_token_is_refused_and_the_right_one_opens_a_fresh_session(
     login = console_url(guarded) + "/login"
     async with httpx.AsyncClient() as http:
         form = await http.get(login, params={"next": "/console/health"})
-        before = http.cookies["ralph_console"]
+        # No session before a login: the form's CSRF token is bound to a pre-login cookie.
+        assert "ralph_console" not in http.cookies
+        assert "HttpOnly" in form.headers["set-cookie"]
+        assert "SameSite=strict" in form.headers["set-cookie"]
+        before = http.cookies["ralph_console_login"]
         token = csrf_of(form.text)
         forged = await http.post(login, data={"token": EVERYWHERE, "next": "/console/health"})
         wrong = await http.post(login, data={"token": "not-the-token-at-all", "csrf": token})
@@ -199,6 +204,7 @@ async def test_a_wrong_token_is_refused_and_the_right_one_opens_a_fresh_session(
     assert right.status_code == 303 and right.headers["location"] == "/console/health"
     assert "HttpOnly" in right.headers["set-cookie"]
     assert after != before  # the id seen before logging in is never the trusted one
+    assert "ralph_console_login" not in http.cookies
     assert inside.status_code == 200 and "log out" in inside.text
 
 

@@ -12,11 +12,10 @@ import subprocess
 from pathlib import Path
 
 import anyio
-import mcp
 
 from ralph_context import Settings
 from ralph_context.storage.lance_store import LanceStore
-from tests.server_process import start_http_server, store_config
+from tests.server_process import owner_client, start_http_server, store_config
 
 # Three kills a test keep CI inside its budget (a cycle is a server start, ~6 s); fifty
 # run under load in benchmarks/replicas/kill_loop.sh.
@@ -24,7 +23,7 @@ CYCLES = 3
 
 
 async def _write_then_kill(
-    url: str, server: subprocess.Popen[bytes], cycle: int, acknowledged: list[str]
+    url: str, config: Path, server: subprocess.Popen[bytes], cycle: int, acknowledged: list[str]
 ) -> None:
     """Store items one call after another; once 15 more are acknowledged, kill the server
     at a random moment of the calls that follow (a call cut off was never acknowledged)."""
@@ -33,7 +32,7 @@ async def _write_then_kill(
 
     async def write() -> None:
         try:
-            async with mcp.Client(url) as client:
+            async with owner_client(url, config) as client:
                 for n in range(10_000):
                     answer = await client.call_tool(
                         "store_context",
@@ -61,8 +60,8 @@ async def _write_then_kill(
             group.start_soon(kill)
 
 
-async def _health(url: str) -> str:
-    async with mcp.Client(url) as client:
+async def _health(url: str, config: Path) -> str:
+    async with owner_client(url, config) as client:
         answer = await client.call_tool("health_check", {})
         assert answer.structured_content is not None
         return str(answer.structured_content["status"])
@@ -73,8 +72,8 @@ def _kill_cycles(config: Path) -> None:
     for cycle in range(CYCLES):
         server, url = start_http_server(config)
         try:
-            assert anyio.run(_health, url) == "healthy"
-            anyio.run(_write_then_kill, url, server, cycle, acknowledged)
+            assert anyio.run(_health, url, config) == "healthy"
+            anyio.run(_write_then_kill, url, config, server, cycle, acknowledged)
         finally:
             server.stop(kill=True)
         assert server.returncode == -signal.SIGKILL

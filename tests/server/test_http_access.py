@@ -20,7 +20,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from benchmarks.serving import free_port
 from tests.server.mcp_scenario import call
-from tests.server_process import CLI, environment, start_http_server
+from tests.server_process import CLI, environment, owner_client, start_http_server
 
 EVERYWHERE = "tok-everywhere-0123456789abcdef"
 ONLY_ALPHA = "tok-only-alpha-0123456789abcdef"
@@ -157,17 +157,17 @@ async def test_read_only_serving_lists_and_accepts_no_write(tmp_path: Path) -> N
     # A store must exist for a read-only open: one write by a normal server first.
     process, url = start_http_server(config)
     try:
-        async with mcp.Client(url) as client:
+        async with owner_client(url, config) as client:
             await call(client, "store_context", content="kept for readers", context_type="skill")
     finally:
         writer_log = process.stop()
     audited = [json.loads(line) for line in writer_log.splitlines() if '"audit": true' in line]
     assert [(a["tool"], a["namespace"], a["client"], a["outcome"]) for a in audited] == [
-        ("store_context", "default", "127.0.0.1", "done")
+        ("store_context", "default", "owner", "done")  # the owner token, by its label
     ]
     process, url = start_http_server(config, "--read-only")
     try:
-        async with mcp.Client(url) as client:
+        async with owner_client(url, config) as client:
             tools = {tool.name for tool in (await client.list_tools()).tools}
             assert "get_relevant_context" in tools and "get_context_stats" in tools
             assert not tools & {"store_context", "forget_context", "mark_useful"}

@@ -18,7 +18,13 @@ import mcp
 import pytest
 
 from tests.server.mcp_scenario import call, error_of
-from tests.server_process import CLI, environment, start_http_server
+from tests.server_process import (
+    CLI,
+    environment,
+    owner_client,
+    owner_headers,
+    start_http_server,
+)
 
 
 @pytest.fixture
@@ -58,9 +64,9 @@ async def _texts(client: mcp.Client, query: str) -> list[str]:
 
 
 async def test_a_namespace_sees_only_its_own_items(served: tuple[str, Path]) -> None:
-    base, _ = served
+    base, config = served
     with anyio.fail_after(180):
-        async with mcp.Client(f"{base}/ns/alpha/mcp") as alpha:
+        async with owner_client(f"{base}/ns/alpha/mcp", config) as alpha:
             kept = await call(alpha, "store_context", content=ALPHA, context_type="skill")
             await call(
                 alpha,
@@ -70,12 +76,12 @@ async def test_a_namespace_sees_only_its_own_items(served: tuple[str, Path]) -> 
                 summary="deploy failed",
                 error="TimeoutError: billing health check",
             )
-        async with mcp.Client(f"{base}/ns/beta/mcp") as beta:
+        async with owner_client(f"{base}/ns/beta/mcp", config) as beta:
             await call(beta, "store_context", content=BETA, context_type="skill")
         async with (
-            mcp.Client(f"{base}/ns/alpha/mcp") as alpha,
-            mcp.Client(f"{base}/ns/beta/mcp") as beta,
-            mcp.Client(f"{base}/mcp") as default,
+            owner_client(f"{base}/ns/alpha/mcp", config) as alpha,
+            owner_client(f"{base}/ns/beta/mcp", config) as beta,
+            owner_client(f"{base}/mcp", config) as default,
         ):
             # Search, by the other namespace's own words.
             assert ALPHA in await _texts(alpha, "billing service deploys")
@@ -107,8 +113,8 @@ async def test_a_namespace_sees_only_its_own_items(served: tuple[str, Path]) -> 
 
 
 async def test_a_bad_namespace_name_is_refused_with_the_rule(served: tuple[str, Path]) -> None:
-    base, _ = served
-    async with httpx.AsyncClient() as http:
+    base, config = served
+    async with httpx.AsyncClient(headers=owner_headers(config)) as http:
         answer = await http.post(f"{base}/ns/Not_Lower/mcp", json={})
     assert answer.status_code == 404
     assert "lowercase letters" in answer.json()["error"]["message"]
@@ -148,8 +154,8 @@ def test_token_new_writes_a_private_file_and_prints_the_token(tmp_path: Path) ->
 
 
 async def test_search_filters_by_tags(served: tuple[str, Path]) -> None:
-    base, _ = served
-    async with mcp.Client(f"{base}/ns/tagged/mcp") as client:
+    base, config = served
+    async with owner_client(f"{base}/ns/tagged/mcp", config) as client:
         for tag in ("backend", "frontend"):
             await call(
                 client,
@@ -169,8 +175,8 @@ async def test_search_filters_by_tags(served: tuple[str, Path]) -> None:
 
 
 async def test_search_filters_by_metadata(served: tuple[str, Path]) -> None:
-    base, _ = served
-    async with mcp.Client(f"{base}/ns/meta/mcp") as client:
+    base, config = served
+    async with owner_client(f"{base}/ns/meta/mcp", config) as client:
         stored = (
             (3, "py", "Flaky test: the pytest fixture leaks a temp dir"),
             (1, "rs", "Cargo test times out on the network mock"),

@@ -11,7 +11,7 @@ import pytest
 
 from ralph_context.models import ContextItem, ContextType
 from ralph_context.storage.forwarding import FORWARD_PATH, NOT_HOLDER, encode_pairs
-from tests.server_process import start_http_server
+from tests.server_process import owner_headers, start_http_server
 
 
 @pytest.fixture
@@ -36,7 +36,8 @@ async def test_a_namespace_the_server_cannot_open_is_answered_503_not_502(
     item = ContextItem(content="the deploy needs the cache warmed", content_type=ContextType.OUTPUT)
     body = {"items": encode_pairs([(item, None)])}
     try:
-        async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+        headers = owner_headers(config)
+        async with httpx.AsyncClient(base_url=base, timeout=60, headers=headers) as http:
             # A local store has no lease: this replica commits nothing for others.
             opened = await http.post(FORWARD_PATH.format(namespace="default"), json=body)
             assert opened.status_code == NOT_HOLDER

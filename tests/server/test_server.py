@@ -15,7 +15,7 @@ import pytest
 from mcp import StdioServerParameters
 
 from tests.server.mcp_scenario import exercise
-from tests.server_process import CLI, environment, start_http_server
+from tests.server_process import CLI, environment, owner_client, start_http_server
 
 # The console script, for launchers that would read `-m` as their own option.
 SCRIPT = str(Path(sys.executable).with_name("ralph-context"))
@@ -64,6 +64,7 @@ async def test_every_tool_resource_and_prompt_over_stdio(config: Path) -> None:
 
 @pytest.fixture
 def http_server(config: Path) -> Iterator[str]:
+    """The server over HTTP; its clients send the owner token, as the project's own do."""
     process, url = start_http_server(config)
     try:
         yield url
@@ -76,9 +77,9 @@ def http_server(config: Path) -> Iterator[str]:
     assert said[1].startswith(f"ralph-context: serving {url} (store ")
 
 
-async def test_every_tool_resource_and_prompt_over_http(http_server: str) -> None:
+async def test_every_tool_resource_and_prompt_over_http(http_server: str, config: Path) -> None:
     with anyio.fail_after(120):
-        async with mcp.Client(http_server) as client:
+        async with owner_client(http_server, config) as client:
             await exercise(client)
 
 
