@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ralph_context.config import Settings
 from ralph_context.server.agents.project import (
     STARTING_FILE,
     ServerNote,
@@ -103,13 +104,17 @@ class HungServer:
             connection.close()
 
 
-def agent_hook_latency(mcp_url: str, work: Path, questions: list[str]) -> dict[str, Any]:
+def agent_hook_latency(
+    mcp_url: str, work: Path, questions: list[str], owner_token: Path | None = None
+) -> dict[str, Any]:
     """p50/p95 wall ms of hook calls against the server at ``mcp_url`` (its store
-    loaded), and of the fail-open paths."""
+    loaded), and of the fail-open paths. ``owner_token``: the store's owner token file,
+    which the note names as the server's own note does (the hook reads and sends it)."""
     project = work / "agent-project"
     project.mkdir(parents=True, exist_ok=True)
     base = mcp_url.removesuffix("/mcp")
-    write_server(project, ServerNote(base, "/mcp", pid=0))
+    token = None if owner_token is None else str(owner_token)
+    write_server(project, ServerNote(base, "/mcp", pid=0, owner_token=token))
     prompts, failures, injected = [], [], 0
     for n, question in enumerate(questions):
         elapsed, out = _call(project, _prompt(project, n, question))
@@ -147,7 +152,8 @@ def agent_hooks(config: Path, work: Path, questions: list[str]) -> dict[str, Any
 
     process, url = start_http(config)
     try:
-        return agent_hook_latency(url, work, questions)
+        owner = Settings.load(config).owner_token_path()
+        return agent_hook_latency(url, work, questions, owner)
     finally:
         process.terminate()
         process.wait(timeout=60)

@@ -174,6 +174,35 @@ def test_codex_merges_with_the_users_config_and_remove_restores_their_bytes(
     assert snapshot(tmp_path) == before
 
 
+def test_a_url_entry_sends_the_owner_token_the_way_each_agent_reads_it(tmp_path: Path) -> None:
+    # The server behind a URL requires the store's owner token (server.owner_token). Claude
+    # Code runs the entry's headers helper; Codex reads the token from the environment.
+    init(tmp_path, "--agent", "claude", "--transport", "http")
+    claude = json.loads((tmp_path / ".mcp.json").read_text(encoding="utf-8"))
+    entry = claude["mcpServers"]["ralph-context"]
+    assert entry["url"] == "http://127.0.0.1:8765/mcp"
+    assert " token owner --header" in entry["headersHelper"]
+    init(tmp_path, "--agent", "codex", "--transport", "http")
+    text = (tmp_path / ".codex" / "config.toml").read_text(encoding="utf-8")
+    codex = tomllib.loads(text)["mcp_servers"]["ralph-context"]
+    assert codex == {
+        "url": "http://127.0.0.1:8765/mcp",
+        "bearer_token_env_var": "RALPH_CONTEXT_TOKEN",
+    }
+    assert "owner.token" not in text and "Bearer" not in text  # no token in the project
+    off = tmp_path / "open"
+    off.mkdir()
+    (off / "ralph.yaml").write_text(
+        "learning:\n  mcp_context:\n    server:\n      owner_token: false\n", encoding="utf-8"
+    )
+    init(off, "--agent", "claude", "--transport", "http")
+    plain = json.loads((off / ".mcp.json").read_text(encoding="utf-8"))
+    assert plain["mcpServers"]["ralph-context"] == {
+        "type": "http",
+        "url": "http://127.0.0.1:8765/mcp",
+    }
+
+
 def test_codex_on_a_bare_project_is_created_and_removed_whole(tmp_path: Path) -> None:
     init(tmp_path, "--agent", "codex")
     assert {p.name for p in (tmp_path / ".codex").iterdir()} == {"config.toml", "hooks.json"}

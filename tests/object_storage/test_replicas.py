@@ -24,7 +24,7 @@ from ralph_context.storage.forwarding import FORWARD_PATH, encode_pairs
 from ralph_context.storage.lease import LEASE_OBJECT
 from tests.helpers import Loader, SettingsFactory
 from tests.server.mcp_scenario import call
-from tests.server_process import start_http_server
+from tests.server_process import owner_client, owner_headers, start_http_server
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ async def test_a_write_on_one_replica_is_found_on_the_other(
     b, url_b = start_http_server(config)
     try:
         with anyio.fail_after(120):
-            async with mcp.Client(url_a) as on_a, mcp.Client(url_b) as on_b:
+            async with owner_client(url_a, config) as on_a, owner_client(url_b, config) as on_b:
                 delays = []
                 for n in range(3):
                     text = f"replica note {n}: the release train leaves on thursdays"
@@ -130,7 +130,7 @@ async def test_a_replica_killed_mid_write_loses_no_acknowledged_item(
 
             keys = list(texts)
             with contextlib.suppress(Exception):  # the client's own task group, on the kill
-                async with mcp.Client(url) as client:
+                async with owner_client(url, config) as client:
                     for key in keys[:8]:
                         await write(client, key)
                     async with anyio.create_task_group() as group:
@@ -147,7 +147,7 @@ async def test_a_replica_killed_mid_write_loses_no_acknowledged_item(
             assert len(answered) < len(keys), "the kill came after every write"
             first_answers = set(answered)
             # The client retries what was not acknowledged on the survivor, same keys.
-            async with mcp.Client(url_b) as client:
+            async with owner_client(url_b, config) as client:
                 for key in keys:
                     if key not in answered:
                         await write(client, key)
@@ -184,7 +184,7 @@ async def test_every_replicas_writes_are_committed_by_the_lease_holder(
     route = f"{url_b.removesuffix('/mcp')}{FORWARD_PATH.format(namespace='default')}"
     try:
         with anyio.fail_after(120):
-            async with mcp.Client(url_a) as on_a, mcp.Client(url_b) as on_b:
+            async with owner_client(url_a, config) as on_a, owner_client(url_b, config) as on_b:
                 await call(on_a, "store_context", content="a came first", context_type="task")
                 for n in range(3):
                     text = f"b's note {n}: the nightly build needs the cache warmed"
@@ -196,7 +196,7 @@ async def test_every_replicas_writes_are_committed_by_the_lease_holder(
                     await call(on_a, "store_context", content=text, context_type="output")
             lease = s3_store.read(LEASE_OBJECT)
             assert lease is not None and json.loads(lease[0])["address"] == holder
-            async with httpx.AsyncClient() as http:
+            async with httpx.AsyncClient(headers=owner_headers(config)) as http:
                 # b does not hold the lease: it refuses a forwarded write (the sender commits).
                 item = ContextItem(content="x", content_type=ContextType.OUTPUT)
                 body = {"items": encode_pairs([(item, None)])}
@@ -234,7 +234,7 @@ async def test_the_holder_killed_under_forwarded_writes_loses_none_of_them(
     errors: list[str] = []
     try:
         with anyio.fail_after(180):
-            async with mcp.Client(url_holder) as on_holder:
+            async with owner_client(url_holder, config) as on_holder:
                 await call(on_holder, "store_context", content="the holder", context_type="task")
 
             async def write(client: mcp.Client, key: str) -> None:
@@ -251,7 +251,7 @@ async def test_the_holder_killed_under_forwarded_writes_loses_none_of_them(
                     return
                 acknowledged[stored["id"]] = key
 
-            async with mcp.Client(url_sender) as client:
+            async with owner_client(url_sender, config) as client:
                 async with anyio.create_task_group() as group:
                     for key in texts:
                         group.start_soon(write, client, key)

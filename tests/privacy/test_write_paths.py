@@ -11,7 +11,13 @@ import pytest
 
 from tests.privacy.secrets import GITHUB_FINE_GRAINED, PLAIN_PASSWORD, SECRETS
 from tests.server.mcp_scenario import call
-from tests.server_process import CLI, environment, start_http_server, store_config
+from tests.server_process import (
+    CLI,
+    environment,
+    owner_client,
+    start_http_server,
+    store_config,
+)
 
 # Stored beside the secrets and found in the files: proof the search below can see text.
 CONTROL = "zq7controlmarker"
@@ -99,7 +105,7 @@ async def test_no_secret_written_over_mcp_reaches_answers_files_export_or_log(
     process, url = start_http_server(config, env={"RALPH_CONTEXT_LOG_LEVEL": "debug"})
     try:
         with anyio.fail_after(240):
-            async with mcp.Client(url) as client:
+            async with owner_client(url, config) as client:
                 carried = await store_everything(client)
                 found = await call(client, "get_relevant_context", query="deploy push refused")
                 history = await call(client, "get_iteration_history", last_n=5)

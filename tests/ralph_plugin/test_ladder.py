@@ -23,7 +23,7 @@ from ralph_context_ralph import Handle, ServerSource, attach
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached
 from tests.ralph_plugin.test_hook import FACT, SCRIPT, TASK
-from tests.server_process import start_http_server, store_config
+from tests.server_process import owner_token, start_http_server, store_config
 
 
 def then(action: Callable[[], object], output: str) -> Callable[[str], ToolResponse]:
@@ -59,7 +59,12 @@ def test_server_killed_mid_run_serves_the_tasks_cached_context(
     try:
         script = [SCRIPT[0], then(server.kill, SCRIPT[1]), SCRIPT[2], SCRIPT[3]]
         orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, script, iterations=4)
-        handle = run_attached(orchestrator, ServerSource(url), settings=make_settings(), timeout=5)
+        handle = run_attached(
+            orchestrator,
+            ServerSource(url, token=owner_token(config)),
+            settings=make_settings(),
+            timeout=5,
+        )
     finally:
         server.stop(kill=True)
     assert len(adapter.prompts) == 4

@@ -11,14 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp
 
 from ralph_context import Engine
 from ralph_context.models import Tier
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached
 from tests.ralph_plugin.test_hook import FACT, SCRIPT, TASK
-from tests.server_process import CLI, environment, start_http_server, store_config
+from tests.server_process import (
+    CLI,
+    environment,
+    owner_client,
+    start_http_server,
+    store_config,
+)
 
 
 def _cli(config: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
@@ -54,7 +59,7 @@ def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
         assert FACT in adapter.prompts[3]
 
         async def stored_by_the_server() -> dict[str, dict[str, Any]]:
-            async with mcp.Client(url) as client:
+            async with owner_client(url, config) as client:
                 answer = await client.call_tool(
                     "get_relevant_context", {"query": "invoice export CSV encoding"}
                 )

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import mcp
 import pytest
 import yaml
 
@@ -22,7 +21,7 @@ from ralph_context.integrations.ralph_v2.memories import MANAGED_TAG, injected_b
 from ralph_context.integrations.ralph_v2.payload import EVENTS
 from ralph_context.storage import writer_lock
 from tests.server.mcp_scenario import call
-from tests.server_process import environment, start_http_server
+from tests.server_process import environment, owner_client, start_http_server
 
 HOOK = [sys.executable, "-m", "ralph_context", "hook"]
 BUDGET = 600
@@ -258,7 +257,7 @@ async def test_with_a_server_owning_the_store_the_hook_is_its_client(workspace: 
         )
         done = run_hook(workspace, payload(workspace, "post.iteration.start", 2))
         assert done.returncode == 0 and "recorded 1" in done.stderr, done.stderr
-        async with mcp.Client(url) as client:  # the server's own store holds it
+        async with owner_client(url, workspace / "ralph.yml") as client:  # its own store
             answer = await call(
                 client, "get_relevant_context", query="staging database password rotation"
             )

@@ -139,7 +139,7 @@ class Login:
         trusted = self.sessions.new(grant)
         response = RedirectResponse(target, status_code=303)
         set_cookie(request, response, trusted)
-        response.delete_cookie(PRE_LOGIN_COOKIE, path=PREFIX)
+        response.delete_cookie(PRE_LOGIN_COOKIE, path=PREFIX, httponly=True, samesite="strict")
         return response
 
     def _csrf(self, pre_login: str) -> str:
