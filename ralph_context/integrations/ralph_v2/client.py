@@ -15,8 +15,9 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import mcp
+from mcp_types import Implementation
 
-from ralph_context import namespaces
+from ralph_context import __version__, namespaces, origin
 from ralph_context.config import Settings
 from ralph_context.errors import IdempotencyConflict
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
@@ -150,10 +151,12 @@ async def open_memory(settings: Settings) -> AsyncIterator[Memory]:
         holder = writer_lock.other_writer(settings.store_root())
     if holder is not None and holder.endpoint is not None:
         url = namespaces.endpoint(holder.endpoint, settings.storage.namespace)
-        async with mcp.Client(url) as client:
+        info = Implementation(name="ralph-context-ralph-v2", version=__version__)
+        async with mcp.Client(url, client_info=info) as client:
             yield _Server(client)
         return
     from ralph_context.engine import Engine  # ~2 s of imports a server's client skips
 
     async with Engine(settings, read_only=holder is not None) as engine:
-        yield _Engine(engine, writable=holder is None)
+        with origin.recorded_by(origin.RALPH_V2):
+            yield _Engine(engine, writable=holder is None)
