@@ -10,7 +10,8 @@ content is data, so it must not be able to end or open any of them:
   becomes `` ⏎ ``), so it can never start a heading, a fence, a quote, a list item or a
   role marker (``User:``), whatever it holds.
 - **No tag.** Every ``<`` that could start a tag, a closing tag, a comment or a processing
-  instruction (``<x``, ``</x``, ``<!``, ``<?``, and their full-width and small look-alikes)
+  instruction or a chat template's marker (``<x``, ``</x``, ``<!``, ``<?``, ``<|``, and
+  their full-width and small look-alikes)
   becomes ``&lt;``, and a comment's end ``-->`` becomes ``--&gt;``: the frame's tags and
   any host's (``<system-reminder>``, ``<additionalContext>``, ``<function_calls>``) cannot
   be written by content. A model reads ``&lt;div>`` as the text it is; ``a < b`` is kept.
@@ -30,9 +31,10 @@ __all__ = ["FOLD", "inert", "inert_json", "label", "one_line"]
 
 # What a newline of stored content becomes on its one line.
 FOLD = " ⏎ "
-# A "<" that could open or close a tag, a comment or a declaration (also after spaces,
-# which some lenient parsers skip), in ASCII, full-width (U+FF1C) or small (U+FE64) form.
-_TAG_OPEN = re.compile(r"[<\uff1c\ufe64](?=\s*[/!?A-Za-z\uff0f])")
+# A "<" that could open or close a tag, a comment or a declaration (a closing one also
+# with spaces before its "/", which lenient readers skip), in ASCII, full-width (U+FF1C) or
+# small (U+FE64) form. "a < b" is no tag and stays.
+_TAG_OPEN = re.compile(r"[<\uff1c\ufe64](?=[/!?|A-Za-z\uff0f]|\s+[/\uff0f])")
 _COMMENT_END = re.compile(r"--[>\uff1e\ufe65]")
 _SPACES = re.compile(r"[ \t]+")
 
