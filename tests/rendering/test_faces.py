@@ -11,7 +11,7 @@ import pytest
 
 from ralph_context import origin
 from ralph_context.integrations.ralph_v2 import memories
-from ralph_context.models import ContextItem, ContextType, RetrievedItem
+from ralph_context.models import ContextItem, ContextType, JsonValue, RetrievedItem
 from ralph_context.privacy.visible import REMOVED, visible
 from ralph_context.rendering import (
     CONTEXT_HEADING,
@@ -133,8 +133,9 @@ def test_a_recorder_name_cannot_close_the_bracket_or_pose_as_a_field() -> None:
 
 def test_items_recorded_before_recorders_were_kept_are_named_by_their_source() -> None:
     def item(source: str, metadata: dict[str, str] | None = None) -> ContextItem:
+        given: dict[str, JsonValue] = dict(metadata or {})
         return ContextItem(
-            content="x", content_type=ContextType.OUTPUT, source=source, metadata=metadata or {}
+            content="x", content_type=ContextType.OUTPUT, source=source, metadata=given
         )
 
     assert who(item("claude:session-1")) == "claude hook"
