@@ -94,23 +94,26 @@ async def engine(make_settings: SettingsFactory, shared_model: Loader) -> AsyncI
         yield opened
 
 
-async def _hook_context(engine: Engine, project: Path, texts: list[str]) -> str:
+async def _hook_context(
+    engine: Engine, project: Path, texts: list[str], client: str = "claude"
+) -> str:
     await engine.forget(tags=["case"])
     await _store_as_a_client(engine, texts)
     async with anyio.create_task_group() as group:
         events = AgentEvents(engine, AgentsSettings(prompt_budget_tokens=4000), group)
         question = f"what do we know about the {PHRASE}?"
         session = f"s-{hash(tuple(texts))}"
-        context, _ = await events.handle("claude", prompt(project, question, session))
+        context, _ = await events.handle(client, prompt(project, question, session))
         group.cancel_scope.cancel()
     return context
 
 
+@pytest.mark.parametrize("client", ["claude", "codex"])
 async def test_the_prompt_hook_keeps_its_frame_and_names_the_recorder(
-    engine: Engine, project: Path
+    engine: Engine, project: Path, client: str
 ) -> None:
-    hostile = await _hook_context(engine, project, HOSTILE)
-    benign = await _hook_context(engine, project, BENIGN)
+    hostile = await _hook_context(engine, project, HOSTILE, client)
+    benign = await _hook_context(engine, project, BENIGN, client)
     assert hostile.startswith(HEADER)
     pushed = frame(hostile)["list item"]  # one line per item: at most max_items (10)
     assert pushed >= 8, hostile
