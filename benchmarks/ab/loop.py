@@ -33,7 +33,7 @@ from benchmarks.settings import store_settings
 from ralph_context import ContextType, Engine, NewItem, Settings
 from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
-from ralph_context.retrieval.injection import CONTEXT_HEADING
+from ralph_context.rendering import CONTEXT_HEADING
 from ralph_context.retrieval.scoring import estimate_tokens
 from ralph_context_ralph import attach
 

@@ -50,7 +50,10 @@ def run(work: Callable[[], Awaitable[T]]) -> T:
     """
     import anyio  # here: a command the running server answers needs no event loop
 
-    return reported(lambda: anyio.run(work))
+    from ralph_context import origin
+
+    with origin.recorded_by(origin.CLI):  # what a command stores is the CLI's record
+        return reported(lambda: anyio.run(work))
 
 
 def reported(call: Callable[[], T]) -> T:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import TracebackType
 
+from ralph_context import origin
 from ralph_context._logging import ensure_logging, get_logger
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
 from ralph_context.actors.inference import InferenceActor
@@ -281,14 +282,16 @@ class EngineWiring:
         return self.settings.embeddings.timeout_seconds
 
     def build_item(self, entry: NewItem) -> ContextItem:
-        """The item ``entry`` describes, checked, with its secrets redacted."""
+        """The item ``entry`` describes, checked, with its secrets redacted and its
+        recorder stamped (``origin``: the adapter's word, never the caller's metadata)."""
         built = build_item(
             entry,
             max_bytes=self.settings.storage.max_content_bytes,
             iteration=self._iteration,
             max_step=self.settings.lifecycle.max_iteration_step,
         )
-        return self.redactor.item(built)
+        stamped = {**built.metadata, origin.RECORDED_BY: origin.current()}
+        return self.redactor.item(built.model_copy(update={"metadata": stamped}))
 
     async def persist(self, items: list[ContextItem]) -> list[ContextItem]:
         """Embed (where the model can) and store built items in one write; returns them as

@@ -4,7 +4,7 @@ A found value is replaced in place by ``[REDACTED:<kind>]``: the item is kept an
 meaning survives ("the deploy failed: token [REDACTED:github_token] expired" is still a
 memory worth having), but nothing a later reader, an export, a log or the store's own files
 hold is a working credential. It runs before embedding, so a vector never encodes one
-either.
+either. The same pass removes what a reader cannot see (``visible``).
 
 What it finds is in ``rules`` (shapes) and ``assignments`` (secret names); users add kinds
 (``redaction.extra_patterns``) and exempt values (``redaction.allow``). Counts by kind are
@@ -29,6 +29,7 @@ from ralph_context.privacy.assignments import (
     secret_value,
 )
 from ralph_context.privacy.rules import DEFAULT_RULES, Rule
+from ralph_context.privacy.visible import visible
 
 if TYPE_CHECKING:  # at run time only duck-typed: an agent's hook spools with no settings
     from ralph_context.config.redaction import RedactionSettings
@@ -69,7 +70,10 @@ class Redactor:
         self.counts: Counter[str] = Counter()
 
     def text(self, text: str) -> Redacted:
-        """``text`` with every secret replaced, and the kinds found (counted)."""
+        """``text`` made visible (``visible``: no invisible, bidi, control or terminal
+        character; done whether redaction is on or not) with every secret replaced, and
+        the kinds found (counted)."""
+        text = visible(text)
         if not self.enabled or not text:
             return Redacted(text)
         spans = self._spans(text)
@@ -107,10 +111,8 @@ class Redactor:
         return [self.clean(tag) for tag in tags]
 
     def item(self, item: ContextItem) -> ContextItem:
-        """``item`` with secrets replaced in its content, tags, metadata and source (the
-        same object when there were none)."""
-        if not self.enabled:
-            return item
+        """``item`` made visible, with secrets replaced in its content, tags, metadata and
+        source (the same object when there were none)."""
         update: dict[str, object] = {}
         content = self.clean(item.content)
         if content != item.content:
@@ -129,9 +131,7 @@ class Redactor:
         return item.model_copy(update=update) if update else item
 
     def iteration(self, result: IterationResult) -> IterationResult:
-        """An iteration's record with secrets replaced in its texts."""
-        if not self.enabled:
-            return result
+        """An iteration's record made visible, with secrets replaced in its texts."""
         update: dict[str, object] = {}
         summary = self.clean(result.summary)
         if summary != result.summary:

@@ -15,8 +15,10 @@ __all__ = ["CHARS_PER_TOKEN", "HEADER_TOKENS", "estimate_tokens", "item_tokens"]
 
 # Prompt tokens per character for English text and code.
 CHARS_PER_TOKEN = 4
-# "### [ITERATION]" plus the blank line around a block, as the Ralph hook renders it.
-HEADER_TOKENS = 6
+# A block's heading as the renderer writes it, "### [ITERATION] (claude hook, 2 hours
+# ago)" (~46 characters), plus the blank line around it; the hooks' "- [type · who ·
+# when]" prefix costs about the same.
+HEADER_TOKENS = 12
 
 
 def item_tokens(item: ContextItem) -> int:

@@ -26,13 +26,15 @@ from mcp.server.mcpserver.resources.templates import ResourceSecurityError
 from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    CallToolResult,
     GetPromptResult,
     InputRequiredResult,
+    TextContent,
     ToolAnnotations,
 )
 from pydantic import AnyUrl, ValidationError
 
-from ralph_context import __version__
+from ralph_context import __version__, origin
 from ralph_context._logging import audit_logger, ensure_logging
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
@@ -40,6 +42,7 @@ from ralph_context.engine import Engine
 from ralph_context.errors import InvalidInput, RalphContextError
 from ralph_context.packs import register_packs
 from ralph_context.packs.toolkit import EngineHolder
+from ralph_context.rendering import inert, inert_json
 from ralph_context.server import callers
 from ralph_context.server.custom_prompts import argument_problem
 from ralph_context.server.prompts import register_prompts
@@ -77,6 +80,25 @@ def describe_validation(tool: str, error: ValidationError) -> str:
     return f"{tool}: " + "; ".join(problems)
 
 
+def _as_data(result: Any) -> Any:
+    """A tool's answer with every stored text in it inert (``rendering``): whatever a
+    tool returns of the store (items, skills, iterations, a pack's learnings) is read by a
+    model as data, in its text and in its structured content."""
+    if not isinstance(result, CallToolResult):
+        return result
+    content = [
+        block.model_copy(update={"text": inert(block.text)})
+        if isinstance(block, TextContent)
+        else block
+        for block in result.content
+    ]
+    structured = result.structured_content
+    update: dict[str, Any] = {"content": content}
+    if structured is not None:
+        update["structured_content"] = inert_json(structured)
+    return result.model_copy(update=update)
+
+
 class ContextServer(MCPServer):
     """``MCPServer`` with errors a person can act on, and an audit line per write."""
 
@@ -93,7 +115,8 @@ class ContextServer(MCPServer):
             raise ToolError(unknown_tool(name, known, hidden=self.hidden_tools))
         audited = name in await self._write_tools()
         try:
-            with callers.serving(context):
+            recorder = origin.mcp_client(callers.client_name(context))
+            with callers.serving(context), origin.recorded_by(recorder):
                 result = await super().call_tool(name, arguments, context)
         except Exception as exc:
             if audited:
@@ -104,7 +127,7 @@ class ContextServer(MCPServer):
             raise readable from exc.__cause__
         if audited:
             _audit(name, self.namespace, context, "done")
-        return result
+        return _as_data(result)
 
     async def _write_tools(self) -> frozenset[str]:
         if self._writes is None:

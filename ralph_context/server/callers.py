@@ -25,7 +25,16 @@ from mcp.server.mcpserver import Context
 from ralph_context.config import Settings
 from ralph_context.config.token_file import EVERY
 
-__all__ = ["LOCAL", "Caller", "caller_of", "current", "hide_paths", "request_of", "serving"]
+__all__ = [
+    "LOCAL",
+    "Caller",
+    "caller_of",
+    "client_name",
+    "current",
+    "hide_paths",
+    "request_of",
+    "serving",
+]
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,19 @@ def request_of(context: Context[Any, Any] | None) -> Any | None:
         return context.request_context.request
     except (LookupError, ValueError):  # no request in flight
         return None
+
+
+def client_name(context: Context[Any, Any] | None) -> str | None:
+    """The name the client gave in its ``clientInfo`` (the handshake's, or the request's
+    own on the stateless protocol), if any."""
+    if context is None:
+        return None
+    try:
+        params = context.session.client_params
+    except (LookupError, ValueError, AttributeError):  # outside a request
+        return None
+    name = getattr(getattr(params, "client_info", None), "name", None)
+    return name if isinstance(name, str) else None
 
 
 def caller_of(context: Context[Any, Any] | None) -> Caller:

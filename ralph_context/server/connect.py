@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import mcp
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import Implementation
 
 from ralph_context.server.agents.listener import listener_is_ours
 
@@ -22,17 +23,22 @@ __all__ = ["connect"]
 
 
 @asynccontextmanager
-async def connect(url: str, token: str | None) -> AsyncIterator[mcp.Client]:
-    """A connected MCP client of the server at ``url`` (``.../mcp``), sending ``token``."""
+async def connect(
+    url: str, token: str | None, client_info: Implementation | None = None
+) -> AsyncIterator[mcp.Client]:
+    """A connected MCP client of the server at ``url`` (``.../mcp``), sending ``token``;
+    ``client_info``: who it says it is (the server records it as the items' origin)."""
     parts = urlsplit(url)
     if token is not None and not listener_is_ours(f"{parts.scheme}://{parts.netloc}"):
         token = None
     if token is None:
-        async with mcp.Client(url) as client:
+        async with mcp.Client(url, client_info=client_info) as client:
             yield client
         return
     async with (
         create_mcp_http_client({"Authorization": f"Bearer {token}"}) as http,
-        mcp.Client(streamable_http_client(url, http_client=http)) as client,
+        mcp.Client(
+            streamable_http_client(url, http_client=http), client_info=client_info
+        ) as client,
     ):
         yield client

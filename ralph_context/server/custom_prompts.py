@@ -10,7 +10,10 @@ Two kinds of content:
 
 * **text** -- a template. ``{name}`` is replaced for declared argument names only; every other
   brace stays as written, so JSON or code examples survive. An optional argument the caller
-  did not give renders as an empty string.
+  did not give renders as an empty string. A value is the caller's data: its invisible
+  characters go and its tags are made inert (``rendering.inert``), the template's own stay.
+* A function that puts stored items into its text should write them with the renderer
+  (``ralph_context.rendering``: ``blocks``, ``one_line``), as every built-in face does.
 * **function** -- ``package.module:function``, called with one ``dict`` of the arguments the
   caller gave (optional ones left out are absent, not ``""``, so the function can choose its
   own default). It may be sync or async and must return a ``str``.
@@ -30,6 +33,7 @@ import anyio.to_thread
 
 from ralph_context.config import PromptArgumentSpec, PromptSpec
 from ralph_context.errors import ConfigError, InvalidInput, PromptFunctionError
+from ralph_context.rendering import inert
 
 __all__ = [
     "FUNCTION_REFERENCE",
@@ -91,7 +95,9 @@ class CustomPrompt:
             return await self._call(self.function, supplied)
         if self._placeholders is None:
             return self.content
-        return self._placeholders.sub(lambda match: supplied.get(match[1], ""), self.content)
+        # An argument is the caller's text (a model may pass what it read): it fills the
+        # user's template as data, so it cannot write the template's own tags.
+        return self._placeholders.sub(lambda match: inert(supplied.get(match[1], "")), self.content)
 
     @cached_property
     def _placeholders(self) -> re.Pattern[str] | None:

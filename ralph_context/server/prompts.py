@@ -1,7 +1,8 @@
 """MCP prompts: the built-in ``Search`` and the custom ones from ``ralph.yaml`` ``prompts:``.
 
-``Search`` wraps retrieved context around the user's query in the shape our users asked for;
-the query appears twice on purpose (once to frame the results, once as the question).
+``Search`` wraps retrieved context around the user's query in the shape our users asked for
+(the renderer's ``search_message``: stored text stays data inside the frame); the query
+appears twice on purpose (once to frame the results, once as the question).
 """
 
 from __future__ import annotations
@@ -11,19 +12,10 @@ from mcp.server.mcpserver.prompts.base import Prompt, PromptArgument, UserMessag
 
 from ralph_context.config import SEARCH_PROMPT
 from ralph_context.packs.toolkit import EngineHolder
-from ralph_context.retrieval.injection import format_results
+from ralph_context.rendering import search_message
 from ralph_context.server.custom_prompts import CustomPrompt, resolve_prompts
 
-__all__ = ["register_prompts", "search_message"]
-
-
-def search_message(query: str, results: str) -> str:
-    """The Search prompt's single user message."""
-    return (
-        f"<search-query>{query}</search-query>\n<search-results>\n{results}\n</search-results>\n"
-        "Use the above search results to answer the user's query below.\n"
-        f"<user-query>{query}</user-query>"
-    )
+__all__ = ["register_prompts"]
 
 
 def register_prompts(server: MCPServer, holder: EngineHolder) -> None:
@@ -35,7 +27,7 @@ def register_prompts(server: MCPServer, holder: EngineHolder) -> None:
 
     async def search(query: str) -> list[UserMessage]:
         result = await holder.get().search(query)
-        return [UserMessage(search_message(query, format_results(result.items)))]
+        return [UserMessage(search_message(query, result.items))]
 
     server.add_prompt(
         Prompt(

@@ -11,6 +11,7 @@ the server is built, so the published schema shows the configured value.
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent
 from pydantic import AfterValidator, BaseModel, Field
 
 from ralph_context import __version__
@@ -27,6 +28,7 @@ from ralph_context.models import (
 )
 from ralph_context.packs.toolkit import CLOSED, DESTROY, READ, WRITE, EngineHolder
 from ralph_context.privacy import counted
+from ralph_context.rendering import tool_text
 from ralph_context.server import callers
 from ralph_context.server.renamed import OldMinScore, usefulness_floor
 from ralph_context.server.schemas import (
@@ -165,7 +167,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
                 "their own kind; != and 'not in' also match items without the key.",
             ),
         ] = None,
-    ) -> ContextAnswer:
+    ) -> Annotated[CallToolResult, ContextAnswer]:
         """Retrieve the stored context most relevant to the current task, best first.
 
         Relevance = match (meaning and shared words, helped by the item stored next to it)
@@ -182,7 +184,14 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
             tags=tags,
             metadata=metadata,
         )
-        return ContextAnswer(items=list(result.items), stats=SearchStats.of(result))
+        answer = ContextAnswer(items=list(result.items), stats=SearchStats.of(result))
+        # The text a model reads is the items (the renderer's tool_text); the breakdown
+        # and the stats stay in the structured content for clients that read it.
+        text = tool_text(result.items, result.tier.value, result.degraded_reason)
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)],
+            structured_content=answer.model_dump(mode="json", by_alias=True),
+        )
 
     @server.tool(annotations=READ)
     async def get_iteration_history(

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
+from ralph_context import origin
 from ralph_context.errors import InvalidInput
 from ralph_context.models import ContextItem, IterationResult
 from ralph_context.validation import check_content, check_metadata, check_tags
@@ -113,7 +114,7 @@ async def import_store(
         try:
             if kind in ("item", "archived"):
                 given = _checked(ContextItem.model_validate(record["item"]), limit)
-                item = engine.redactor.item(given)
+                item = engine.redactor.item(_imported(given))
                 # A vector made from a secret is not kept: the redacted text is embedded.
                 vector = (
                     _usable(record.get("vector"), storage.dimension)
@@ -166,6 +167,16 @@ async def _store_chunk(
         await storage.archive_items(archived)
     report.archived += len(archived)
     report.items += len(fresh) - len(archived)
+
+
+def _imported(item: ContextItem) -> ContextItem:
+    """``item`` recorded as an import: a file can say anything about who wrote it, so its
+    own ``recorded_by`` is kept only as what the file claimed."""
+    metadata = dict(item.metadata)
+    claimed = metadata.pop(origin.RECORDED_BY, None)
+    if isinstance(claimed, str):
+        metadata["recorded_by_in_file"] = claimed[:80]
+    return item.model_copy(update={"metadata": {**metadata, origin.RECORDED_BY: origin.IMPORT}})
 
 
 def _checked(item: ContextItem, max_bytes: int) -> ContextItem:

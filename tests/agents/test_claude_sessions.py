@@ -30,8 +30,8 @@ from benchmarks.latency.agent_hook import HungServer
 from ralph_context.config import Settings
 from ralph_context.engine import Engine
 from ralph_context.models import ContextItem, ContextType
+from ralph_context.rendering import HEADER
 from ralph_context.retrieval.scoring import estimate_tokens
-from ralph_context.server.agents.brief import HEADER
 from ralph_context.server.agents.project import (
     ServerNote,
     agent_folder,

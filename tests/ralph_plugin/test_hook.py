@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -12,7 +13,7 @@ from ralph_orchestrator.adapters.base import ToolResponse
 from ralph_context import Engine
 from ralph_context.embeddings.local import LocalEmbedder, Vectors
 from ralph_context.models import ContextType, RetrievalResult, Tier
-from ralph_context.retrieval.injection import CONTEXT_HEADING
+from ralph_context.rendering import CONTEXT_HEADING
 from ralph_context_ralph import attach
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached
@@ -66,7 +67,11 @@ def test_a_fact_from_iteration_1_reaches_iteration_4_and_noise_does_not(
             assert all(r.success for r in history)
             found = await engine.search(FACT, context_types=[ContextType.OUTPUT])
             (fact,) = [hit.item for hit in found.items if hit.item.content == FACT]
-            assert fact.metadata == {"iteration": 1, "adapter": "claude"}
+            assert fact.metadata == {
+                "iteration": 1,
+                "adapter": "claude",
+                "recorded_by": "ralph loop",
+            }
             assert fact.created_iteration == 1
 
     anyio.run(stored)
@@ -86,7 +91,10 @@ def test_a_failed_iteration_is_stored_as_an_error_and_steers_the_next_prompt(
     run_attached(orchestrator, Engine(settings, model_loader=shared_model))
 
     assert len(adapter.prompts) == 3
-    assert f"### [ERROR]\n{error}" in adapter.prompts[1]
+    # Under its heading, the loop named as its recorder, the text on the one line below.
+    assert re.search(
+        rf"### \[ERROR\] \(ralph loop, [^)]+\)\n{re.escape(error)}", adapter.prompts[1]
+    )
 
     async def stored() -> None:
         async with Engine(settings, model_loader=shared_model) as engine:

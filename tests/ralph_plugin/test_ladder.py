@@ -7,6 +7,7 @@ loop still runs all its iterations, and each iteration's tier says which rung se
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ from benchmarks.serving import free_port
 from ralph_context import Engine, Settings
 from ralph_context.engine import NewItem
 from ralph_context.models import ContextType, Tier
-from ralph_context.retrieval.injection import CONTEXT_HEADING
+from ralph_context.rendering import CONTEXT_HEADING
 from ralph_context_ralph import Handle, ServerSource, attach
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached
@@ -71,7 +72,9 @@ def test_server_killed_mid_run_serves_the_tasks_cached_context(
     assert tiers(handle) == [Tier.SEMANTIC, Tier.SEMANTIC, Tier.CACHE, Tier.CACHE]
     assert FACT in adapter.prompts[1]  # served live, and cached for the task
     for prompt in adapter.prompts[2:]:
-        assert f"{CONTEXT_HEADING}\n\n### [OUTPUT]\n{FACT}" in prompt
+        assert re.search(
+            rf"{CONTEXT_HEADING}\n\n### \[OUTPUT\] \([^)]+\)\n{re.escape(FACT)}", prompt
+        )
 
 
 def test_cache_survives_a_restart_of_the_loop(

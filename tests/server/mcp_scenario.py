@@ -64,7 +64,13 @@ async def call(client: mcp.Client, tool: str, **arguments: Any) -> dict[str, Any
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, text_of(result)
     assert result.structured_content is not None
-    assert json.loads(text_of(result)) == result.structured_content
+    if tool == "get_relevant_context":  # its text is the rendered items, not their JSON
+        items = result.structured_content["items"]
+        text = text_of(result)
+        assert all(hit["item"]["id"] in text for hit in items), text
+        assert len(text.splitlines()) == (len(items) + 1 if items else 1), text
+    else:
+        assert json.loads(text_of(result)) == result.structured_content
     return dict(result.structured_content)
 
 

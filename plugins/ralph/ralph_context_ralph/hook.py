@@ -31,7 +31,7 @@ from ralph_context import Engine, Settings, namespaces
 from ralph_context._logging import get_logger
 from ralph_context.config.owner_token import client_token
 from ralph_context.models import IterationResult, Tier
-from ralph_context.retrieval.injection import context_section
+from ralph_context.rendering import context_section
 from ralph_context.storage import writer_lock
 from ralph_context.validation import check_context_types
 from ralph_context_ralph.bridge import Bridge

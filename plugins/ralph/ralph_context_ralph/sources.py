@@ -14,8 +14,9 @@ import anyio
 import anyio.abc
 import mcp
 from mcp import StdioServerParameters
+from mcp_types import Implementation
 
-from ralph_context import Engine
+from ralph_context import Engine, __version__, origin
 from ralph_context._logging import get_logger
 from ralph_context.models import ContextType, IterationResult, RetrievedItem, Tier
 from ralph_context.server.connect import connect
@@ -77,6 +78,8 @@ class ContextSource(Protocol):
 log = get_logger("ralph_context_ralph")
 
 OUTPUT_TAG = "iteration-output"
+# The name this hook gives a server: its writes are recorded as the Ralph loop's.
+CLIENT_INFO = Implementation(name="ralph-context-ralph", version=__version__)
 # The thread an iteration's output is stored in, with the iteration's number, by either
 # source: the items one iteration stores are neighbours in retrieval.
 THREAD = "ralph"
@@ -116,13 +119,14 @@ class _EngineSession:
                 iteration=record.result.iteration,
             )
 
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(self.engine.record_iteration, record.result)
-                if record.output:
-                    group.start_soon(output, _clip(record.output, limit), group)
-                elif record.next_query:
-                    group.start_soon(self._prepare, record.next_query)
+        try:  # the loop's own record (``origin``), in every task started here
+            with origin.recorded_by(origin.RALPH_LOOP):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(self.engine.record_iteration, record.result)
+                    if record.output:
+                        group.start_soon(output, _clip(record.output, limit), group)
+                    elif record.next_query:
+                        group.start_soon(self._prepare, record.next_query)
         except ExceptionGroup as failed:
             raise _first(failed) from None
 
@@ -212,10 +216,10 @@ class ServerSource:
     @asynccontextmanager
     async def session(self) -> AsyncIterator[ContextSession]:
         if isinstance(self.target, str):
-            async with connect(self.target, self.token) as client:
+            async with connect(self.target, self.token, CLIENT_INFO) as client:
                 yield _ServerSession(client, self.max_content_bytes)
             return
-        async with mcp.Client(self.target) as client:
+        async with mcp.Client(self.target, client_info=CLIENT_INFO) as client:
             yield _ServerSession(client, self.max_content_bytes)
 
 

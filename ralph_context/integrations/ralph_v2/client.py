@@ -15,8 +15,9 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import mcp
+from mcp_types import Implementation
 
-from ralph_context import namespaces
+from ralph_context import __version__, namespaces, origin
 from ralph_context.config import Settings
 from ralph_context.config.owner_token import client_token
 from ralph_context.errors import IdempotencyConflict
@@ -152,10 +153,12 @@ async def open_memory(settings: Settings) -> AsyncIterator[Memory]:
         holder = writer_lock.other_writer(settings.store_root())
     if holder is not None and holder.endpoint is not None:
         url = namespaces.endpoint(holder.endpoint, settings.storage.namespace)
-        async with connect(url, client_token(settings, url)) as client:
+        info = Implementation(name="ralph-context-ralph-v2", version=__version__)
+        async with connect(url, client_token(settings, url), info) as client:
             yield _Server(client)
         return
     from ralph_context.engine import Engine  # ~2 s of imports a server's client skips
 
     async with Engine(settings, read_only=holder is not None) as engine:
-        yield _Engine(engine, writable=holder is None)
+        with origin.recorded_by(origin.RALPH_V2):
+            yield _Engine(engine, writable=holder is None)

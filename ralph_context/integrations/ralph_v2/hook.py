@@ -37,6 +37,7 @@ from ralph_context.integrations.ralph_v2.client import Memory, ReadOnly
 from ralph_context.integrations.ralph_v2.payload import WORK_EVENTS, HookPayload
 from ralph_context.integrations.ralph_v2.workspace import Event, Workspace
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
+from ralph_context.rendering import memory_entry
 from ralph_context.validation import MAX_SOURCE_CHARS
 
 __all__ = ["MEMORY_TAG", "LoopState", "Report", "handle", "loop_thread"]
@@ -309,15 +310,12 @@ def _entries(hits: list[RetrievedItem]) -> list[memories.Entry]:
     entries = []
     for hit in hits:
         item = hit.item
-        text = (
-            item.content
-            if len(item.content) <= _ENTRY_CHARS
-            else item.content[:_ENTRY_CHARS] + "..."
-        )
         entries.append(
             memories.Entry(
                 id=memories.managed_id(item.id, item.created_at, taken),
-                content=f"[{item.content_type.value}] {text}",
+                # One line, its attribution first, its text data (the renderer): Ralph
+                # puts every memory into every prompt.
+                content=memory_entry(hit, _ENTRY_CHARS),
                 tags=(item.content_type.value,),
                 created=item.created_at.astimezone(UTC).strftime("%Y-%m-%d"),
             )

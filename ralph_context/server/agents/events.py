@@ -1,7 +1,8 @@
 """What each hook event of Claude Code or Codex does with the engine.
 
 - ``SessionStart``: a brief (the open task, recent errors nothing has fixed yet, the
-  latest fixes, the most useful skills) within ``agents.session_budget_tokens``.
+  latest fixes, the most useful skills) within ``agents.session_budget_tokens``, of items
+  with evidence behind them only (``evidence``): no client can write a standing injection.
 - ``UserPromptSubmit``: retrieval for the prompt within ``agents.prompt_budget_tokens``
   and the engine's own threshold: nothing when nothing passes (no filler), and no item
   twice in a session unless it changed.
@@ -33,12 +34,14 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from ralph_context import origin
 from ralph_context._logging import get_logger
 from ralph_context.config.agents import AgentsSettings
 from ralph_context.engine import Engine
 from ralph_context.models import ContextItem, IterationResult, JsonValue
-from ralph_context.server.agents.brief import Section, render
+from ralph_context.rendering import Section, pushed
 from ralph_context.server.agents.capture import edit_of, failure_of, provenance, ran_of, trim
+from ralph_context.server.agents.evidence import has_evidence, own_record
 from ralph_context.server.agents.fixes import FIX_TAG, Fixes
 from ralph_context.server.agents.sessions import Session, SessionBook
 
@@ -92,7 +95,9 @@ class AgentEvents:
         if handler is None:
             return "", "ignored: not an event this hook handles"
         session = self.sessions.get(str(payload.get("session_id") or "-"))
-        return await handler(client, payload, session)
+        # What this event stores (now, or behind the answer) is the agent's hook's record.
+        with origin.recorded_by(origin.agent_hook(client)):
+            return await handler(client, payload, session)
 
     async def wait_for_captures(self, session_id: str, seconds: float) -> None:
         """Until the session's captures are stored, or ``seconds`` pass."""
@@ -109,14 +114,21 @@ class AgentEvents:
         if not self.settings.session_brief:
             return "", "off: agents.session_brief is false"
         engine = self.engine
-        tasks = (await engine.browse(context_types=["task"], limit=1)).items
-        fixes = (await engine.browse(context_types=["skill"], tags=[FIX_TAG], limit=50)).items
+        browsed = (await engine.browse(context_types=["task"], limit=20)).items
+        tasks = [item for item in browsed if has_evidence(item)][:1]
+        linked = (await engine.browse(context_types=["skill"], tags=[FIX_TAG], limit=50)).items
+        # A fix is the hooks' own link of a failure to what resolved it, or one marked useful.
+        fixes = [item for item in linked if has_evidence(item) and item.metadata.get("resolves")]
         fixed = {item.metadata.get("resolves") for item in fixes}
         errors = (await engine.browse(context_types=["error"], limit=20)).items
-        open_errors = [item for item in errors if item.id not in fixed][:_BRIEF_ERRORS]
-        skills = [item for item in await engine.skills() if FIX_TAG not in item.tags][
-            :_BRIEF_SKILLS
+        open_errors = [item for item in errors if item.id not in fixed and own_record(item)][
+            :_BRIEF_ERRORS
         ]
+        skills = [
+            item
+            for item in await engine.skills()
+            if FIX_TAG not in item.tags and has_evidence(item)
+        ][:_BRIEF_SKILLS]
         sections = [  # a resumed session was given its brief already
             Section(title, [item for item in items if session.fresh(item.id, item.content)])
             for title, items in (
@@ -126,7 +138,7 @@ class AgentEvents:
                 ("Skills", skills),
             )
         ]
-        text, shown = render(sections, self.settings.session_budget_tokens)
+        text, shown = pushed(sections, self.settings.session_budget_tokens)
         _mark(session, shown)
         return text, f"brief: {len(shown)} items"
 
@@ -141,7 +153,7 @@ class AgentEvents:
         found = await self.engine.search(prompt, max_tokens=self.settings.prompt_budget_tokens)
         items = await self.fixes.with_fixes([hit.item for hit in found.items])
         fresh = [item for item in items if session.fresh(item.id, item.content)]
-        text, shown = render(
+        text, shown = pushed(
             [Section("Relevant to this prompt", fresh)], self.settings.prompt_budget_tokens
         )
         _mark(session, shown)
@@ -158,7 +170,7 @@ class AgentEvents:
         error = trim(failure.error, self.settings.max_captured_chars)
         # Said beside every failure it fixes, even if given before: this is the moment.
         fixes = await self.fixes.fixes_for(failure.command, error)
-        text, shown = render(
+        text, shown = pushed(
             [Section("This failure was seen before; how it was fixed", fixes)],
             self.settings.prompt_budget_tokens,
         )

@@ -23,6 +23,8 @@ from starlette.responses import HTMLResponse
 
 from ralph_context.models import ContextItem
 from ralph_context.privacy import MARK
+from ralph_context.privacy.visible import visible
+from ralph_context.rendering import who
 
 __all__ = ["HEADERS", "UNRATED", "Renderer"]
 
@@ -100,6 +102,12 @@ def _pretty(value: object) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
 
 
+def _visible(value: Any) -> Any:
+    if isinstance(value, Markup):  # already escaped HTML: only the invisible part goes
+        return Markup(visible(str(value)))
+    return visible(value) if isinstance(value, str) else value
+
+
 class Renderer:
     """The console's templates and filters."""
 
@@ -110,6 +118,9 @@ class Renderer:
             undefined=StrictUndefined,
             trim_blocks=True,
             lstrip_blocks=True,
+            # Whatever a page prints passes here: what the store holds is shown without its
+            # invisible characters (stored before capture removed them, or in metadata).
+            finalize=_visible,
         )
         self.env.filters.update(
             ago=_ago,
@@ -119,6 +130,7 @@ class Renderer:
             pretty=_pretty,
             marked=_marked,
             redactions=_redactions,
+            who=who,
         )
         self.env.globals["unrated"] = UNRATED
 
