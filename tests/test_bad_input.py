@@ -221,5 +221,5 @@ async def test_metadata_numbers_at_the_limits_come_back_exactly(
             stored = await engine.store("numbers at the limits", "output", metadata=numbers)
         async with Engine(settings, model_loader=shared_model) as engine:
             read = await engine.get(stored.id)
-    assert read.metadata == numbers
+    assert read.metadata == {**numbers, "recorded_by": "python"}
     assert isinstance(read.metadata["top"], int)

@@ -80,11 +80,15 @@ def describe_validation(tool: str, error: ValidationError) -> str:
     return f"{tool}: " + "; ".join(problems)
 
 
-def _as_data(result: Any) -> Any:
+# Tools whose answer is a language model's own reply the caller asked for, not stored text.
+_MODEL_REPLIES = frozenset({"list_models", "complete", "react_step", "judge", "generate_variants"})
+
+
+def _as_data(name: str, result: Any) -> Any:
     """A tool's answer with every stored text in it inert (``rendering``): whatever a
     tool returns of the store (items, skills, iterations, a pack's learnings) is read by a
     model as data, in its text and in its structured content."""
-    if not isinstance(result, CallToolResult):
+    if not isinstance(result, CallToolResult) or name in _MODEL_REPLIES:
         return result
     content = [
         block.model_copy(update={"text": inert(block.text)})
@@ -127,7 +131,7 @@ class ContextServer(MCPServer):
             raise readable from exc.__cause__
         if audited:
             _audit(name, self.namespace, context, "done")
-        return _as_data(result)
+        return _as_data(name, result)
 
     async def _write_tools(self) -> frozenset[str]:
         if self._writes is None:

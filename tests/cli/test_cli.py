@@ -89,7 +89,7 @@ def test_store_then_search_json_has_the_documented_shape(config: Path) -> None:
         config, "requests module", "--where", "pinned == true", "-w", 'version >= "2.30"'
     )
     assert [hit["item"]["metadata"] for hit in pinned["items"]] == [
-        {"pinned": True, "version": "2.31"}
+        {"pinned": True, "version": "2.31", "recorded_by": "cli"}
     ]
 
 

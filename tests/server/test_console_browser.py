@@ -375,7 +375,7 @@ def test_a_search_card_agrees_with_the_items_list_and_an_unrated_item_reads_so(
     expect(card.get_by_test_id("usefulness").locator("..")).to_contain_text("(not rated yet)")
     page.goto(served.console + "/items?type=output")
     row = page.locator(f"[data-testid=item-row][data-item-id='{item}']")
-    expect(row.locator("td").nth(6)).to_have_text("1")  # the retrieved column
+    expect(row.locator("td").nth(7)).to_have_text("1")  # the retrieved column
 
 
 def test_health_leaves_a_configured_off_actor_without_an_error_and_items_filter_by_iteration(
