@@ -215,7 +215,8 @@ def assert_refused_everywhere(found: dict[str, Any]) -> None:
     assert found["read the owner token"] == "PermissionError"
 
 
-def _owner_cli(config: Path, *arguments: str) -> Any:
+def _owner_cli_text(config: Path, *arguments: str) -> str:
+    """``ralph-context ARGUMENTS`` as the owner runs it beside the server: its stdout."""
     done = subprocess.run(
         [*CLI, *arguments],
         env=environment(config),
@@ -226,20 +227,11 @@ def _owner_cli(config: Path, *arguments: str) -> Any:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
-def _owner_cli_text(config: Path, *arguments: str) -> str:
-    done = subprocess.run(
-        [*CLI, *arguments],
-        env=environment(config),
-        cwd=config.parent,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def _owner_cli(config: Path, *arguments: str) -> Any:
+    return json.loads(_owner_cli_text(config, *arguments))
 
 
 async def _entry_search(entry: dict[str, Any], headers: dict[str, str], query: str) -> str:
