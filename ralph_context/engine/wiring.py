@@ -16,16 +16,13 @@ from ralph_context.actors.inference import InferenceActor
 from ralph_context.actors.settle import keep_upkeep
 from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, build_item
+from ralph_context.codebase import Repository, anchor
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.config.owner_token import client_token
 from ralph_context.config.token_file import token_for
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
 from ralph_context.engine.health import EngineHealth
-from ralph_context.errors import (
-    ActorUnavailable,
-    RalphContextError,
-    StoreError,
-)
+from ralph_context.errors import ActorUnavailable, RalphContextError, StoreError
 from ralph_context.lifecycle.actor import LifecycleActor, RunLifecycle
 from ralph_context.models import ContextItem, Tier
 from ralph_context.observed import Observations
@@ -84,6 +81,8 @@ class EngineWiring:
         # Every text stored passes it first (ralph_context.privacy): before embedding, before
         # the store's files and the logs.
         self.redactor = Redactor(self.settings.redaction)
+        # The git work tree items are tied to (``codebase``; None: nothing is recorded).
+        self.codebase = Repository.find(self.settings.project_root)
 
     async def start(self) -> None:
         """Start the supervisor and the actors (``Engine.__aenter__``)."""
@@ -282,8 +281,9 @@ class EngineWiring:
         return self.settings.embeddings.timeout_seconds
 
     def build_item(self, entry: NewItem) -> ContextItem:
-        """The item ``entry`` describes, checked, with its secrets redacted and its
-        recorder stamped (``origin``: the adapter's word, never the caller's metadata)."""
+        """The item ``entry`` describes, checked, secrets redacted, its recorder stamped
+        (``origin``: the adapter's word, never the caller's metadata) and then tied to the
+        repository's files it names (``codebase``)."""
         built = build_item(
             entry,
             max_bytes=self.settings.storage.max_content_bytes,
@@ -291,7 +291,8 @@ class EngineWiring:
             max_step=self.settings.lifecycle.max_iteration_step,
         )
         stamped = {**built.metadata, origin.RECORDED_BY: origin.current()}
-        return self.redactor.item(built.model_copy(update={"metadata": stamped}))
+        redacted = self.redactor.item(built.model_copy(update={"metadata": stamped}))
+        return anchor(redacted, self.codebase)
 
     async def persist(self, items: list[ContextItem]) -> list[ContextItem]:
         """Embed (where the model can) and store built items in one write; returns them as

@@ -21,7 +21,7 @@ from datetime import datetime
 
 from ralph_context.models import ContextItem, RetrievedItem
 from ralph_context.rendering.notes import Note, age, attribution, note_of, who
-from ralph_context.rendering.text import one_line
+from ralph_context.rendering.text import label, one_line
 from ralph_context.retrieval.tokens import estimate_tokens
 
 __all__ = [
@@ -130,18 +130,25 @@ def memory_entry(entry: Entry, limit: int, *, now: datetime | None = None) -> st
     return f"[{attribution(note, now=now)}] {one_line(note.item.content, limit)}"
 
 
-def tool_text(hits: Sequence[RetrievedItem], tier: str, reason: str | None = None) -> str:
+def tool_text(
+    hits: Sequence[RetrievedItem],
+    tier: str,
+    reason: str | None = None,
+    marks: dict[str, str] | None = None,
+) -> str:
     """``get_relevant_context``'s text: one line per item (its id for ``mark_useful``, type,
-    who, when, score to two decimals, content); the breakdown stays in the structured
-    content."""
+    who, when, score to two decimals, what changed in the code since, content); the
+    breakdown stays in the structured content."""
     if not hits:
         why = f": {one_line(reason, 300)}" if reason else ""
         return f"No stored context passed the threshold (tier {tier}{why})."
     lines = [f"{len(hits)} item{'s' if len(hits) > 1 else ''} (tier {tier}), best first:"]
     for hit in hits:
         item = hit.item
+        mark = (marks or {}).get(item.id)
+        code = f" · {label(mark, 160)}" if mark else ""
         lines.append(
             f"- [{item.id} · {item.content_type.value} · {who(item)} · "
-            f"{age(item.created_at)} · score {hit.score:.2f}] {one_line(item.content)}"
+            f"{age(item.created_at)} · score {hit.score:.2f}{code}] {one_line(item.content)}"
         )
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BaseModel, Field
 
 from ralph_context import __version__
 from ralph_context.arguments import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS, MIN_SCORE_HELP, NewItem
+from ralph_context.codebase import Repository, marks
 from ralph_context.errors import RalphContextError
 from ralph_context.lifecycle.forgetting import MAX_FORGET_IDS, MAX_FORGET_ITERATIONS
 from ralph_context.metadata_filter import MAX_CONDITIONS, MetadataCondition
@@ -129,6 +130,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     """Register the eleven context tools on ``server``."""
     settings = holder.settings
     retrieval = settings.retrieval
+    code = Repository.find(settings.project_root)  # what an answer's items are checked against
 
     @server.tool(annotations=READ)
     async def get_relevant_context(
@@ -185,9 +187,11 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
             metadata=metadata,
         )
         answer = ContextAnswer(items=list(result.items), stats=SearchStats.of(result))
-        # The text a model reads is the items (the renderer's tool_text); the breakdown
-        # and the stats stay in the structured content for clients that read it.
-        text = tool_text(result.items, result.tier.value, result.degraded_reason)
+        # The text a model reads is the items (the renderer's tool_text), each marked when
+        # the code it names changed since; the breakdown and the stats stay in the
+        # structured content for clients that read it.
+        found = marks(result.items, code)
+        text = tool_text(result.items, result.tier.value, result.degraded_reason, found)
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
             structured_content=answer.model_dump(mode="json", by_alias=True),

@@ -5,7 +5,9 @@ Ralph 1.2 has no plugin API, so the hook wraps two instance attributes and resto
 
 - ``orchestrator.context_manager.get_prompt`` — called at the start of each iteration. The
   wrapped version appends ``## Relevant Context from Previous Iterations`` with the items the
-  engine finds for the task and the latest outcome, within ``retrieval.max_context_tokens``.
+  engine finds for the task and the latest outcome, within ``retrieval.max_context_tokens``,
+  checked against the code first (``codebase``: an item about files deleted since is left
+  out, one about files changed since is marked and placed last).
 - ``aexecute`` of every adapter (``orchestrator.adapters`` and ``current_adapter``) — after
   each call, the result is stored: the iteration result (its error also becomes an ``error``
   item) and the output as an ``output`` item.
@@ -29,6 +31,7 @@ from typing import Any
 
 from ralph_context import Engine, Settings, namespaces
 from ralph_context._logging import get_logger
+from ralph_context.codebase import Repository, for_push
 from ralph_context.config.owner_token import client_token
 from ralph_context.models import IterationResult, Tier
 from ralph_context.rendering import context_section
@@ -84,6 +87,8 @@ class Handle:
     settings: Settings
     cache: TaskCache
     task: str | None
+    # The loop's git work tree (the settings' project root), what items are checked against.
+    code: Repository | None = None
     tiers: list[TierRecord] = field(default_factory=list)
     _wrapped: list[_Wrapped] = field(default_factory=list)
     _last_output: str = ""
@@ -113,7 +118,8 @@ class Handle:
         if not prompt:
             return prompt
         served = self._serve(prompt)
-        section = context_section(served.items)
+        judged = for_push(served.items, self.code)
+        section = context_section(judged.items, judged.marks)
         return f"{prompt}\n\n{section}" if section else prompt
 
     def _serve(self, prompt: str) -> Served:
@@ -237,7 +243,9 @@ def attach(
         source = engine
     cache = TaskCache(cache_dir or _cache_dir(settings))
     bridge = Bridge(source, timeout=timeout)
-    handle = Handle(orchestrator, bridge, settings, cache, task)
+    handle = Handle(
+        orchestrator, bridge, settings, cache, task, Repository.find(settings.project_root)
+    )
     if not bridge.open():
         log.warning("context_source_unavailable_at_start", error=bridge.last_error)
     _wire(handle)

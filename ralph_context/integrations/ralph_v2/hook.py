@@ -9,7 +9,9 @@ Ralph builds the prompt):
 2. bring the agent's own memories (``ralph tools memory add``) into the store, one item
    each under a key made of its id and text, and forget those Ralph no longer has;
 3. search for what the next iteration is about (``workspace.query``) and write the best
-   items into ``memories.md`` as our managed entries, within ``memories.budget``.
+   items into ``memories.md`` as our managed entries, within ``memories.budget``, checked
+   against the workspace's code first (``codebase``: an item about files deleted since is
+   not written, one about files changed since is marked and placed last).
 
 ``post.loop.complete`` and ``post.loop.error`` record the last iteration with the reason
 the loop ended. Other events need nothing. What the hook has seen (events read, tasks,
@@ -31,13 +33,14 @@ import yaml
 
 from ralph_context._logging import get_logger
 from ralph_context.atomic import write_text_atomically
+from ralph_context.codebase import Repository, for_push
 from ralph_context.errors import IdempotencyConflict
 from ralph_context.integrations.ralph_v2 import memories
 from ralph_context.integrations.ralph_v2.client import Memory, ReadOnly
 from ralph_context.integrations.ralph_v2.payload import WORK_EVENTS, HookPayload
 from ralph_context.integrations.ralph_v2.workspace import Event, Workspace
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
-from ralph_context.rendering import memory_entry
+from ralph_context.rendering import Note, memory_entry
 from ralph_context.validation import MAX_SOURCE_CHARS
 
 __all__ = ["MEMORY_TAG", "LoopState", "Report", "handle", "loop_thread"]
@@ -298,14 +301,15 @@ async def _inject(space: Workspace, memory: Memory, max_items: int, report: Repo
         for hit in found
         if MEMORY_TAG not in hit.item.tags and hit.item.id != report.just_recorded
     ]
-    entries = _entries(fresh[:max_items])
+    judged = for_push(fresh, Repository.find(space.root))
+    entries = _entries(judged.items[:max_items], judged.marks)
     written = await anyio.to_thread.run_sync(
         lambda: memories.write_managed(space.memories, entries, budget=settings["budget"])
     )
     report.injected = len(written)
 
 
-def _entries(hits: list[RetrievedItem]) -> list[memories.Entry]:
+def _entries(hits: list[RetrievedItem], marks: dict[str, str]) -> list[memories.Entry]:
     taken: set[str] = set()
     entries = []
     for hit in hits:
@@ -315,7 +319,7 @@ def _entries(hits: list[RetrievedItem]) -> list[memories.Entry]:
                 id=memories.managed_id(item.id, item.created_at, taken),
                 # One line, its attribution first, its text data (the renderer): Ralph
                 # puts every memory into every prompt.
-                content=memory_entry(hit, _ENTRY_CHARS),
+                content=memory_entry(Note(item, hit.score, marks.get(item.id)), _ENTRY_CHARS),
                 tags=(item.content_type.value,),
                 created=item.created_at.astimezone(UTC).strftime("%Y-%m-%d"),
             )

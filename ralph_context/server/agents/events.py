@@ -19,6 +19,10 @@
   most; they are stored either way); its record stays, since ``--continue``/``--resume``
   go on with its id.
 
+What is pushed is checked against the code first (``codebase``): an item whose every file
+it named was deleted since is left out, one whose files changed is marked on its line and
+placed after the others; a fix replaced by a newer fix of the same failure gives way to it.
+
 Captures are acknowledged at once and stored behind the answer, in order per session, so
 a hook on a tool call costs the agent a round trip, not an embedding and a commit. Every
 item carries its provenance (client, session, folder, branch; ``capture.provenance``) and
@@ -36,13 +40,14 @@ from anyio.abc import TaskGroup
 
 from ralph_context import origin
 from ralph_context._logging import get_logger
+from ralph_context.codebase import Repository, for_push
 from ralph_context.config.agents import AgentsSettings
 from ralph_context.engine import Engine
 from ralph_context.models import ContextItem, IterationResult, JsonValue
 from ralph_context.rendering import Section, pushed
 from ralph_context.server.agents.capture import edit_of, failure_of, provenance, ran_of, trim
 from ralph_context.server.agents.evidence import has_evidence, own_record
-from ralph_context.server.agents.fixes import FIX_TAG, Fixes
+from ralph_context.server.agents.fixes import FIX_TAG, Fixes, without_superseded
 from ralph_context.server.agents.sessions import Session, SessionBook
 
 __all__ = ["FIX_TAG", "AgentEvents"]
@@ -77,6 +82,8 @@ class AgentEvents:
         self.sessions = SessionBook()
         self._turns = anyio.Lock()
         self.fixes = Fixes(engine, self._store)
+        # What pushed items are checked against: the engine's repository (the project's).
+        self.code = Repository.find(engine.settings.project_root)
         self._handlers: dict[str, Handler] = {
             "SessionStart": self._session_start,
             "UserPromptSubmit": self._prompt,
@@ -129,16 +136,21 @@ class AgentEvents:
             for item in await engine.skills()
             if FIX_TAG not in item.tags and has_evidence(item)
         ][:_BRIEF_SKILLS]
-        sections = [  # a resumed session was given its brief already
-            Section(title, [item for item in items if session.fresh(item.id, item.content)])
-            for title, items in (
-                ("Open task", tasks),
-                ("Recent errors not fixed yet", open_errors),
-                ("Recent fixes", fixes[:_BRIEF_FIXES]),
-                ("Skills", skills),
+        recent = without_superseded(fixes)[:_BRIEF_FIXES]
+        sections, marks = [], {}
+        for title, items in (
+            ("Open task", tasks),
+            ("Recent errors not fixed yet", open_errors),
+            ("Recent fixes", recent),
+            ("Skills", skills),
+        ):
+            judged = for_push(items, self.code)
+            marks.update(judged.marks)
+            # A resumed session was given its brief already.
+            sections.append(
+                Section(title, [i for i in judged.items if session.fresh(i.id, i.content)])
             )
-        ]
-        text, shown = pushed(sections, self.settings.session_budget_tokens)
+        text, shown = pushed(sections, self.settings.session_budget_tokens, marks)
         _mark(session, shown)
         return text, f"brief: {len(shown)} items"
 
@@ -151,14 +163,19 @@ class AgentEvents:
         if not prompt:
             return "", "none: empty prompt"
         found = await self.engine.search(prompt, max_tokens=self.settings.prompt_budget_tokens)
-        items = await self.fixes.with_fixes([hit.item for hit in found.items])
-        fresh = [item for item in items if session.fresh(item.id, item.content)]
+        judged = for_push(await self.fixes.with_fixes([h.item for h in found.items]), self.code)
+        fresh = [item for item in judged.items if session.fresh(item.id, item.content)]
         text, shown = pushed(
-            [Section("Relevant to this prompt", fresh)], self.settings.prompt_budget_tokens
+            [Section("Relevant to this prompt", fresh)],
+            self.settings.prompt_budget_tokens,
+            judged.marks,
         )
         _mark(session, shown)
-        repeated = len(found.items) - len(fresh)
-        return text, f"prompt: {len(shown)} items ({repeated} given before, tier {found.tier})"
+        repeated = len(judged.items) - len(fresh)
+        return text, (
+            f"prompt: {len(shown)} items ({repeated} given before, {len(judged.marks)} marked "
+            f"stale, {judged.withheld} about deleted code, tier {found.tier})"
+        )
 
     async def _tool_failed(
         self, client: str, payload: dict[str, Any], session: Session
@@ -169,10 +186,11 @@ class AgentEvents:
         session.failed_at[failure.command] = session.taken
         error = trim(failure.error, self.settings.max_captured_chars)
         # Said beside every failure it fixes, even if given before: this is the moment.
-        fixes = await self.fixes.fixes_for(failure.command, error)
+        fixes = for_push(await self.fixes.fixes_for(failure.command, error), self.code)
         text, shown = pushed(
-            [Section("This failure was seen before; how it was fixed", fixes)],
+            [Section("This failure was seen before; how it was fixed", fixes.items)],
             self.settings.prompt_budget_tokens,
+            fixes.marks,
         )
         _mark(session, shown)
         number = self.fixes.answer_failure()

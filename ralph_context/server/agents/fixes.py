@@ -5,11 +5,20 @@ A failure is stored behind its hook's answer, so a fix arriving a moment later (
 session's command, or a failure taken from the spool as the server started) may find it
 not stored yet: the fix waits for the failures answered before it (numbered, any session;
 at most :data:`FAILURES_WAIT`), else it went unlinked (seen on CI).
+
+A failure fixed once and seen again was fixed again, differently: the first fix did not
+hold. Each failure carries its key (:func:`failure_key`: the command's last lines of
+output, numbers aside) and its fix the key of the failure it resolved; a fix given (beside
+a failure, in a prompt's answer) is replaced by the newest fix of the same command and key
+the hooks recorded (:meth:`Fixes.newest`). Only the hooks' own fixes replace one: a note
+an MCP client stored cannot push the real fix out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+import hashlib
+import re
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 import anyio
@@ -17,20 +26,69 @@ import anyio
 from ralph_context.engine import Engine
 from ralph_context.models import ContextItem, JsonValue
 from ralph_context.server.agents.capture import Failure, provenance, trim
+from ralph_context.server.agents.evidence import own_record
 
-__all__ = ["ERROR_TAG", "FAILURES_WAIT", "FIX_TAG", "Fixes", "Store"]
+__all__ = [
+    "ERROR_TAG",
+    "FAILURES_WAIT",
+    "FIX_TAG",
+    "Fixes",
+    "Store",
+    "failure_key",
+    "without_superseded",
+]
 
 FIX_TAG = "fix"
 ERROR_TAG = "agent-error"
 # The longest a fix waits for failures still being stored (seconds).
 FAILURES_WAIT = 10.0
 _FIXES_SHOWN = 2
+# The newest fixes read to find which replace the ones given.
+_NEWEST_READ = 100
+# What makes two failures of a command the same: the last lines it printed (the cause),
+# with what changes from run to run (times, counts, line numbers, addresses) aside.
+_KEY_LINES = 3
+_VARYING = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{7,}\b|\d+")
 
 # How a capture is stored: (client, payload, content, kind, metadata, tags).
 Store = Callable[
     [str, dict[str, Any], str, str, dict[str, JsonValue], tuple[str, ...]],
     Coroutine[Any, Any, ContextItem],
 ]
+
+
+def failure_key(error: str) -> str:
+    """The key of a failure whose output was ``error``: equal for two runs that failed the
+    same way."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()][-_KEY_LINES:]
+    text = _VARYING.sub("#", "\n".join(lines))
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
+
+
+def _key(fix: ContextItem) -> tuple[str, str] | None:
+    command, failure = fix.metadata.get("command"), fix.metadata.get("failure")
+    return (command, failure) if isinstance(command, str) and isinstance(failure, str) else None
+
+
+def _latest(newest_first: Sequence[ContextItem]) -> dict[tuple[str, str], ContextItem]:
+    """The newest fix the hooks recorded of each failure, among fixes read newest first."""
+    latest: dict[tuple[str, str], ContextItem] = {}
+    for item in newest_first:
+        key = _key(item)
+        if key is not None and own_record(item):
+            latest.setdefault(key, item)
+    return latest
+
+
+def without_superseded(newest_first: Sequence[ContextItem]) -> list[ContextItem]:
+    """Fixes read newest first, without those a newer fix of the same failure replaces."""
+    latest = _latest(newest_first)
+    kept = []
+    for fix in newest_first:
+        key = _key(fix)
+        if key is None or latest.get(key, fix) is fix:
+            kept.append(fix)
+    return kept
 
 
 class Fixes:
@@ -65,10 +123,28 @@ class Fixes:
         like = await self.engine.search(
             f"{command}\n{error}", context_types=["skill"], tags=[FIX_TAG], max_items=2
         )
-        found: dict[str, ContextItem] = {}
-        for hit in (*same.items, *like.items):
-            found.setdefault(hit.item.id, hit.item)
-        return list(found.values())[:_FIXES_SHOWN]
+        found = [hit.item for hit in (*same.items, *like.items)]
+        now = (self.as_stored(command), failure_key(self.as_stored(error)))
+        return (await self.newest(found, now))[:_FIXES_SHOWN]
+
+    async def newest(
+        self, fixes: list[ContextItem], failure: tuple[str, str] | None = None
+    ) -> list[ContextItem]:
+        """``fixes`` with each replaced by the newest fix of its failure the hooks
+        recorded, each once; with ``failure`` (command as stored, key: the one happening
+        now), its newest fix first. Read newest first, not ranked: a search keeps one of
+        near-identical fixes, not necessarily the newest."""
+        if failure is None and not any(_key(fix) for fix in fixes):
+            return fixes
+        page = await self.engine.browse(context_types=["skill"], tags=[FIX_TAG], limit=_NEWEST_READ)
+        latest = _latest(page.items)
+        first = [latest[failure]] if failure in latest else []
+        chosen: dict[str, ContextItem] = {}
+        for fix in (*first, *fixes):
+            key = _key(fix)
+            replaced = latest.get(key, fix) if key is not None else fix
+            chosen.setdefault(replaced.id, replaced)
+        return list(chosen.values())
 
     async def with_fixes(self, items: list[ContextItem]) -> list[ContextItem]:
         """``items`` with each failure that was fixed replaced by its fix (which quotes
@@ -79,7 +155,7 @@ class Fixes:
             fix = await self.fix_of(item) if ERROR_TAG in item.tags else None
             chosen = fix or item
             shown.setdefault(chosen.id, chosen)
-        return list(shown.values())
+        return await self.newest(list(shown.values()))
 
     async def fix_of(self, error: ContextItem) -> ContextItem | None:
         found = await self.engine.search(
@@ -124,7 +200,11 @@ class Fixes:
     ) -> None:
         code = "" if failure.exit_code is None else f" (exit {failure.exit_code})"
         content = f"`{failure.command}` failed{code}:\n{error or '(no output)'}"
-        metadata = {**provenance(client, payload), "command": failure.command}
+        metadata = {
+            **provenance(client, payload),
+            "command": failure.command,
+            "failure": failure_key(self.as_stored(error)),  # of the text as stored
+        }
         if failure.exit_code is not None:
             metadata["exit_code"] = failure.exit_code
         try:
@@ -160,4 +240,6 @@ class Fixes:
             f"How it was fixed ({where}): {how}; then `{command}` succeeded."
         )
         metadata = {**provenance(client, payload), "command": command, "resolves": error.id}
+        if isinstance(error.metadata.get("failure"), str):
+            metadata["failure"] = error.metadata["failure"]
         await self._store(client, payload, content, "skill", metadata, (FIX_TAG,))
