@@ -3,7 +3,7 @@ it had when the item was stored, and the commit checked out then.
 
 The engine stamps it (``Wiring.build_item``, after redaction) as ``metadata["codebase"]``::
 
-    {"repo": "/work/app/.git", "commit": "<sha or ''>",
+    {"repo": "<the repository's identity>", "commit": "<sha, or '' before a commit>",
      "files": [{"path": "src/config.py", "blob": "<sha1>"}, ...]}
 
 It is the engine's key, like ``recorded_by``: whatever a caller put there is replaced, so a

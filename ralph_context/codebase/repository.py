@@ -2,9 +2,9 @@
 process, so a check costs stats and reads, never a fork.
 
 - :meth:`Repository.find`: the work tree holding a folder (``.git`` a folder, or a linked
-  worktree's ``.git`` file naming its git dir), with the repository's common git dir as its
-  identity: every worktree of one repository has the same one, and a store shared by
-  several repositories never judges one's paths against another's files.
+  worktree's ``.git`` file naming its git dir), named by its common git dir (a digest of
+  it): every worktree of one repository has the same one, and a store shared by several
+  repositories never judges one's paths against another's files.
 - :meth:`Repository.head`: the commit checked out (``HEAD``, its loose ref or
   ``packed-refs``).
 - :meth:`Repository.inside`: a path as the repository names it (relative, symlinks
@@ -111,8 +111,9 @@ class Repository:
 
     @property
     def identity(self) -> str:
-        """What names this repository in an anchor: its common git dir."""
-        return str(self.common)
+        """What names this repository in an anchor: a digest of its common git dir (the
+        same for each of its worktrees; no path of this machine in what is stored)."""
+        return hashlib.blake2b(str(self.common).encode("utf-8"), digest_size=8).hexdigest()
 
     def head(self) -> str | None:
         """The commit checked out, or ``None`` (no commit yet, or unreadable)."""
