@@ -35,6 +35,7 @@ import numpy as np
 from lance.query import MatchQuery as LanceMatch
 
 from benchmarks.latency.agent_hook import agent_hooks
+from benchmarks.latency.code_repo import Anchors, age_the_code, code_repository
 from benchmarks.latency.hook_loop import run_hook
 from benchmarks.latency.hook_v2 import hook_v2_latency
 from benchmarks.latency.mcp_latency import (
@@ -136,12 +137,14 @@ async def one_size(
     agent_ms: float,
     tick: Tick,
     hook_v2_calls: int = 0,
+    anchors: Anchors | None = None,
 ) -> dict[str, Any]:
     rng = np.random.default_rng(size)
     store = work / f"s{size}"
     settings = store_settings(store, lifecycle={"auto_run": False}, skillbook={"enabled": False})
+    tied = anchors.of if anchors is not None else None
     async with Engine(settings, model_loader=lambda _s: embedder) as engine:
-        await load_store(engine, corpus, bases, size, rng)
+        await load_store(engine, corpus, bases, size, rng, tied)
         await engine.maintain()
         with_versions = await engine.size_bytes()
         # What the store settles at once the retention window has passed (no reader here
@@ -259,6 +262,10 @@ async def measure(
         bases[chunk] = embedder.embed([corpus.turns[i] for i in chunk], 32)
     with tempfile.TemporaryDirectory(prefix="ralph-latency-") as tmp:
         work = Path(tmp)
+        # The memory is about a codebase that moved on since (``code_repo``): the pushes
+        # check every item's files, as in a project.
+        anchors = Anchors(code_repository(work))
+        code = age_the_code(work, np.random.default_rng(0))
         ingest_rates = await ingest(corpus, embedder, work, ingest_texts)
         tick()
         runs = [
@@ -274,6 +281,7 @@ async def measure(
                 tick=tick,
                 # ~4 s a call opening the store: 10 at the first size, 2 for a small run.
                 hook_v2_calls=min(10, max(2, queries // 20)) if size == sizes[0] else 0,
+                anchors=anchors,
             )
             for size in sizes
         ]
@@ -282,6 +290,7 @@ async def measure(
         "model": embedder.model_id,
         "queries": queries,
         "hook_iterations": hook_iterations,
+        "code": code,
         "ingest": ingest_rates,
         "runs": runs,
         "summary": summary(runs),

@@ -2,14 +2,16 @@
 they were when it was stored (``anchors``), and whether they still are when it is pushed
 (``staleness``), read from the work tree's own files (``repository``), no ``git`` process.
 
-The repository is the git work tree holding the settings' project root (the config file's
-folder, else the working folder): the agents' server runs in the project's top folder,
-Ralph 1.x's hook in the loop's, Ralph v2's in its workspace. No repository: nothing is
-recorded and nothing checked.
+The repository is the one holding the settings' project root (the config file's folder,
+else the working folder): the agents' server runs in the project's main worktree, Ralph
+1.x's hook in the loop's folder, Ralph v2's in its workspace. An item's paths are those of
+the worktree its ``cwd`` is in, when that is one of the repository's (an agent in a linked
+worktree), and an agent's hooks judge against the worktree it works in. No repository:
+nothing is recorded and nothing checked.
 """
 
 from ralph_context.codebase.anchors import KEY, MAX_FILES, anchor
-from ralph_context.codebase.repository import Blob, Repository
+from ralph_context.codebase.repository import Blob, Repository, Worktrees
 from ralph_context.codebase.staleness import Finding, Pushable, findings, for_push, marks, words
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "Finding",
     "Pushable",
     "Repository",
+    "Worktrees",
     "anchor",
     "findings",
     "for_push",

@@ -13,6 +13,9 @@ process, so a check costs stats and reads, never a fork.
 - :meth:`Repository.blob`: a file's blob id as git computes it
   (``sha1(b"blob <size>\\0" + bytes)``), cached per file by its stat: a file unchanged
   since the last look is not read again.
+- :class:`Worktrees`: the checkout a folder is in, among one repository's worktrees: an
+  agent in a linked worktree shares the project's memory (and its server, which runs in the
+  main worktree), and what it is told is judged against the files it sees.
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-__all__ = ["MAX_BLOB_BYTES", "MAX_PATH_CHARS", "SKIPPED_FOLDERS", "Blob", "Repository"]
+__all__ = [
+    "MAX_BLOB_BYTES",
+    "MAX_PATH_CHARS",
+    "SKIPPED_FOLDERS",
+    "Blob",
+    "Repository",
+    "Worktrees",
+]
 
 # Files larger than this are not anchored (reading them would cost the hook budget); one
 # that grew past it since is changed (it was smaller when recorded).
@@ -54,6 +64,8 @@ SKIPPED_FOLDERS = frozenset(
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Blob ids kept per repository (a file's stat and id: ~200 bytes each).
 _CACHED_BLOBS = 4096
+# Folders whose worktree is remembered.
+_CACHED_FOLDERS = 256
 
 
 @dataclass(frozen=True)
@@ -207,3 +219,33 @@ class Repository:
         while len(self._blobs) > _CACHED_BLOBS:
             self._blobs.popitem(last=False)
         return found
+
+
+class Worktrees:
+    """The worktrees of one repository (``home``'s), each found once from a folder inside
+    it and kept with its cache of blob ids.
+
+    Args:
+        home: The project's work tree; ``None``: no repository, nothing to check.
+    """
+
+    def __init__(self, home: Repository | None) -> None:
+        self.home = home
+        self._by_folder: OrderedDict[str, Repository] = OrderedDict()
+        self._by_top: dict[Path, Repository] = {} if home is None else {home.top: home}
+
+    def at(self, folder: object) -> Repository | None:
+        """The worktree holding ``folder`` (a path as a hook's payload or an item's
+        ``cwd`` gives it) when it is one of this repository's, else ``home``."""
+        if self.home is None or not isinstance(folder, str) or not folder:
+            return self.home
+        known = self._by_folder.get(folder)
+        if known is None:
+            found = Repository.find(Path(folder))
+            same = found is not None and found.identity == self.home.identity
+            known = self._by_top.setdefault(found.top, found) if same and found else self.home
+            self._by_folder[folder] = known
+            while len(self._by_folder) > _CACHED_FOLDERS:
+                self._by_folder.popitem(last=False)
+        self._by_folder.move_to_end(folder)
+        return known

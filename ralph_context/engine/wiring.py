@@ -16,7 +16,7 @@ from ralph_context.actors.inference import InferenceActor
 from ralph_context.actors.settle import keep_upkeep
 from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, build_item
-from ralph_context.codebase import Repository, anchor
+from ralph_context.codebase import Repository, Worktrees, anchor
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.config.owner_token import client_token
 from ralph_context.config.token_file import token_for
@@ -81,8 +81,8 @@ class EngineWiring:
         # Every text stored passes it first (ralph_context.privacy): before embedding, before
         # the store's files and the logs.
         self.redactor = Redactor(self.settings.redaction)
-        # The git work tree items are tied to (``codebase``; None: nothing is recorded).
-        self.codebase = Repository.find(self.settings.project_root)
+        # The project's repository, whose files items are tied to (``codebase``).
+        self.codebase = Worktrees(Repository.find(self.settings.project_root))
 
     async def start(self) -> None:
         """Start the supervisor and the actors (``Engine.__aenter__``)."""
@@ -292,7 +292,7 @@ class EngineWiring:
         )
         stamped = {**built.metadata, origin.RECORDED_BY: origin.current()}
         redacted = self.redactor.item(built.model_copy(update={"metadata": stamped}))
-        return anchor(redacted, self.codebase)
+        return anchor(redacted, self.codebase.at(redacted.metadata.get("cwd")))
 
     async def persist(self, items: list[ContextItem]) -> list[ContextItem]:
         """Embed (where the model can) and store built items in one write; returns them as

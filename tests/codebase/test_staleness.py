@@ -13,7 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from ralph_context.codebase import KEY, Finding, Repository, anchor, for_push, marks, words
+from ralph_context.codebase import (
+    KEY,
+    Finding,
+    Repository,
+    Worktrees,
+    anchor,
+    for_push,
+    marks,
+    words,
+)
 from ralph_context.models import ContextItem, ContextType, JsonValue
 from tests.git_repo import commit, git, init_repo, write
 
@@ -194,3 +203,23 @@ def test_a_file_unchanged_since_the_last_look_is_not_read_again(
     write(repo, {"src/config.py": "TIMEOUT = 99\n"})
     assert for_push([item], repository).marks
     assert reads == [repo.resolve() / "src" / "config.py"]
+
+
+def test_an_item_from_a_linked_worktree_is_judged_against_the_worktree_one_works_in(
+    repo: Path, tmp_path: Path
+) -> None:
+    side = tmp_path / "side"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(side))
+    worktrees = Worktrees(_repository(repo))
+    where = worktrees.at(str(side / "src"))
+    assert where is not None and where.top == side.resolve()
+    item = anchor(_item("the timeout is in config.py", cwd=str(side / "src")), where)
+    assert list(_files(item)) == ["src/config.py"]
+    (side / "src" / "config.py").unlink()
+    commit(side, "no config on the side")
+    assert for_push([item], worktrees.at(str(side))).withheld == 1
+    assert for_push([item], worktrees.at(str(repo))).items == [item]  # main still has it
+    other = init_repo(tmp_path / "other")
+    assert worktrees.at(str(other)) is worktrees.home  # another repository: the project's
+    assert worktrees.at(None) is worktrees.home
+    assert Worktrees(None).at(str(side)) is None

@@ -40,7 +40,7 @@ from anyio.abc import TaskGroup
 
 from ralph_context import origin
 from ralph_context._logging import get_logger
-from ralph_context.codebase import Repository, for_push
+from ralph_context.codebase import Repository, Worktrees, for_push
 from ralph_context.config.agents import AgentsSettings
 from ralph_context.engine import Engine
 from ralph_context.models import ContextItem, IterationResult, JsonValue
@@ -82,8 +82,9 @@ class AgentEvents:
         self.sessions = SessionBook()
         self._turns = anyio.Lock()
         self.fixes = Fixes(engine, self._store)
-        # What pushed items are checked against: the engine's repository (the project's).
-        self.code = Repository.find(engine.settings.project_root)
+        # What pushed items are checked against: the checkout the agent works in, among
+        # the worktrees of the engine's repository (the project's).
+        self.code = Worktrees(Repository.find(engine.settings.project_root))
         self._handlers: dict[str, Handler] = {
             "SessionStart": self._session_start,
             "UserPromptSubmit": self._prompt,
@@ -144,7 +145,7 @@ class AgentEvents:
             ("Recent fixes", recent),
             ("Skills", skills),
         ):
-            judged = for_push(items, self.code)
+            judged = for_push(items, self.code.at(payload.get("cwd")))
             marks.update(judged.marks)
             # A resumed session was given its brief already.
             sections.append(
@@ -163,7 +164,10 @@ class AgentEvents:
         if not prompt:
             return "", "none: empty prompt"
         found = await self.engine.search(prompt, max_tokens=self.settings.prompt_budget_tokens)
-        judged = for_push(await self.fixes.with_fixes([h.item for h in found.items]), self.code)
+        judged = for_push(
+            await self.fixes.with_fixes([h.item for h in found.items]),
+            self.code.at(payload.get("cwd")),
+        )
         fresh = [item for item in judged.items if session.fresh(item.id, item.content)]
         text, shown = pushed(
             [Section("Relevant to this prompt", fresh)],
@@ -186,7 +190,9 @@ class AgentEvents:
         session.failed_at[failure.command] = session.taken
         error = trim(failure.error, self.settings.max_captured_chars)
         # Said beside every failure it fixes, even if given before: this is the moment.
-        fixes = for_push(await self.fixes.fixes_for(failure.command, error), self.code)
+        fixes = for_push(
+            await self.fixes.fixes_for(failure.command, error), self.code.at(payload.get("cwd"))
+        )
         text, shown = pushed(
             [Section("This failure was seen before; how it was fixed", fixes.items)],
             self.settings.prompt_budget_tokens,
