@@ -27,6 +27,7 @@ from ralph_context.server.agents.project import (
     STARTING_FILE,
     ServerNote,
     agent_folder,
+    project_root,
     write_server,
 )
 
@@ -110,17 +111,20 @@ def agent_hook_latency(
     """p50/p95 wall ms of hook calls against the server at ``mcp_url`` (its store
     loaded), and of the fail-open paths. ``owner_token``: the store's owner token file,
     which the note names as the server's own note does (the hook reads and sends it)."""
-    project = work / "agent-project"
-    project.mkdir(parents=True, exist_ok=True)
+    folder = work / "agent-project"
+    folder.mkdir(parents=True, exist_ok=True)
+    # Where the hook looks for the server: the folder, or the top of the git repository
+    # holding it (the suite's folder is one: ``code_repo``); the agent works in the folder.
+    project = project_root(folder)
     base = mcp_url.removesuffix("/mcp")
     token = None if owner_token is None else str(owner_token)
     write_server(project, ServerNote(base, "/mcp", pid=0, owner_token=token))
     prompts, failures, injected = [], [], 0
     for n, question in enumerate(questions):
-        elapsed, out = _call(project, _prompt(project, n, question))
+        elapsed, out = _call(folder, _prompt(folder, n, question))
         prompts.append(elapsed)
         injected += bool(out)
-        failures.append(_call(project, _failure(project, n, question))[0])
+        failures.append(_call(folder, _failure(folder, n, question))[0])
     # No server: a stale note and a start under way (a fresh marker), so nothing starts.
     closed = socket.create_server(("127.0.0.1", 0))
     port = closed.getsockname()[1]
@@ -129,12 +133,12 @@ def agent_hook_latency(
     down = []
     for n, question in enumerate(questions[:20]):
         (agent_folder(project) / STARTING_FILE).write_text("0\n", encoding="utf-8")
-        down.append(_call(project, _prompt(project, n, question))[0])
+        down.append(_call(folder, _prompt(folder, n, question))[0])
     hung = HungServer()
     try:
         address = hung.server.getsockname()
         write_server(project, ServerNote(f"http://127.0.0.1:{address[1]}", "/mcp", pid=0))
-        stuck = [_call(project, _prompt(project, n, q))[0] for n, q in enumerate(questions[:5])]
+        stuck = [_call(folder, _prompt(folder, n, q))[0] for n, q in enumerate(questions[:5])]
     finally:
         hung.close()
     return {
