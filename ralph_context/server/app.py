@@ -90,7 +90,7 @@ def describe_validation(tool: str, error: ValidationError) -> str:
 
 
 # Tools whose answer is a language model's own reply the caller asked for, not stored text.
-_MODEL_REPLIES = frozenset({"list_models", "complete", "react_step", "judge", "generate_variants"})
+_MODEL_REPLIES = frozenset(INFERENCE_TOOLS)
 
 
 def _as_data(name: str, result: Any) -> Any:
