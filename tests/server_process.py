@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO
@@ -44,10 +44,12 @@ def environment(config: Path) -> dict[str, str]:
     return {**inherited, "RALPH_CONTEXT_CONFIG": str(config)}
 
 
-def store_config(config: Path, store: Path) -> Path:
-    """Write ``config``: a ``ralph.yaml`` naming ``store`` and nothing else; returns it."""
+def store_config(config: Path, store: Path, *, packs: Sequence[str] = ()) -> Path:
+    """Write ``config``: a ``ralph.yaml`` naming ``store`` and nothing else (but ``packs``,
+    the tool packs to serve); returns it."""
+    named = f"    packs: [{', '.join(packs)}]\n" if packs else ""
     config.write_text(
-        f"learning:\n  mcp_context:\n    storage:\n      path: {store}\n", encoding="utf-8"
+        f"learning:\n  mcp_context:\n    storage:\n      path: {store}\n{named}", encoding="utf-8"
     )
     return config
 

@@ -44,9 +44,12 @@ from benchmarks.fuzz.wire import JsonStdio
 
 __all__ = ["Report", "fuzz", "main", "server_params"]
 
+# Every pack named: every tool the server can list is fuzzed (the language model tools but,
+# listed only with a model server).
 CONFIG = (
     "learning:\n  mcp_context:\n    storage:\n      path: store\n"
     "    lifecycle:\n      auto_run: false\n"
+    "    packs: [prompts, project, evaluation, curation]\n"
 )
 
 

@@ -70,10 +70,12 @@ BATCH = 1_000
 CALL_TIMEOUT = 300.0
 # Variables that would make the server under test differ from a default one.
 _FOREIGN = ("LMSTUDIO_SERVERS", "OLLAMA_HOST", "TOGETHER_API_KEY", "HF_TOKEN")
-# Default settings but the skillbook file (not looked for), as run.py's stores.
+# Default settings but the skillbook file (not looked for), as run.py's stores, and the
+# curation pack, whose dry summarize_old_context waits for the lifecycle's passes.
 _CONFIG = (
     "learning:\n  mcp_context:\n    storage:\n      path: store\n"
     "    skillbook:\n      enabled: false\n"
+    "    packs: [curation]\n"
 )
 
 

@@ -44,14 +44,16 @@ from ralph_context.inference import (
 )
 from ralph_context.runtime import Actor, ActorState, NotConfigured, PermanentFailure
 
-__all__ = ["NO_MODEL_CONFIGURED", "Complete", "InferenceActor", "ListModels"]
+__all__ = ["CONFIGURE_MODEL", "NO_MODEL_CONFIGURED", "Complete", "InferenceActor", "ListModels"]
 
 log = get_logger("ralph_context.inference")
 
-NO_MODEL_CONFIGURED = (
-    "no language model configured: add learning.mcp_context.inference.servers to ralph.yaml, "
+# How to give the engine a language model server, said wherever one is missing.
+CONFIGURE_MODEL = (
+    "add learning.mcp_context.inference.servers to ralph.yaml, "
     "or set LMSTUDIO_SERVERS, OLLAMA_HOST, TOGETHER_API_KEY or HF_TOKEN"
 )
+NO_MODEL_CONFIGURED = f"no language model configured: {CONFIGURE_MODEL}"
 
 
 # The actor's own deadline runs this much past the request's, so the typed InferenceTimeout

@@ -4,12 +4,12 @@ environment (``RALPH_CONTEXT_*``), with the paths they resolve to."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 from pydantic import PrivateAttr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from ralph_context import namespaces
 from ralph_context.config.agents import AgentsSettings
@@ -26,7 +26,7 @@ from ralph_context.config.loading import (
     refuse_prompt_data,
 )
 from ralph_context.config.owner_token import OWNER_FILE
-from ralph_context.config.packs import PacksSettings
+from ralph_context.config.packs import PacksSettings, mapping_form
 from ralph_context.config.presets import PRESETS, Preset
 from ralph_context.config.prompts import PromptSpec
 from ralph_context.config.redaction import RedactionSettings
@@ -60,7 +60,8 @@ class Settings(BaseSettings):
     lifecycle: LifecycleSettings = LifecycleSettings()
     skillbook: SkillbookSettings = SkillbookSettings()
     scoring: ScoringSettings = ScoringSettings()
-    packs: PacksSettings = PacksSettings()
+    # NoDecode: RALPH_CONTEXT_PACKS=prompts,project is taken as written (JSON too).
+    packs: Annotated[PacksSettings, NoDecode] = PacksSettings()
     inference: InferenceSettings = InferenceSettings()
     redaction: RedactionSettings = RedactionSettings()
     agents: AgentsSettings = AgentsSettings()
@@ -131,6 +132,8 @@ class Settings(BaseSettings):
                 f"{config_key('preset')} = {preset!r} is not a preset; "
                 f"allowed: {', '.join(repr(p) for p in PRESETS)}"
             )
+        if "packs" in block:  # the list form, so the environment merges into it
+            block = {**block, "packs": mapping_form(block["packs"])}
         merged = deep_merge(PRESETS[preset], block)
         try:
             settings = cls(**merged)
@@ -213,15 +216,19 @@ class Settings(BaseSettings):
             return self._root / path.with_stem(f"{path.stem}-{self.storage.namespace}")
         return path if path.is_absolute() else self._root / path
 
-    def with_overrides(self, **sections: Mapping[str, object]) -> Settings:
-        """A copy with some section keys replaced, validated like a file would be.
+    def with_overrides(self, **sections: Mapping[str, object] | Sequence[str]) -> Settings:
+        """A copy with some section keys replaced, validated like a file would be
+        (``packs`` takes the list form too: ``with_overrides(packs=["project"])``).
 
         Raises:
             ConfigError: An override is invalid.
         """
         data = self.model_dump()
+        over: dict[str, object] = dict(sections)
+        if "packs" in over:  # the list form merges like the file's
+            over["packs"] = mapping_form(over["packs"])
         try:
-            copy = type(self).model_validate(deep_merge(data, sections))
+            copy = type(self).model_validate(deep_merge(data, over))
         except ValidationError as exc:
             raise ConfigError(describe(exc, None, Settings)) from None
         copy._root, copy._source = self._root, self._source

@@ -12,7 +12,7 @@ the argument, what was wrong and what is allowed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -32,23 +32,32 @@ from mcp.types import (
     TextContent,
     ToolAnnotations,
 )
+from mcp.types import Tool as MCPTool
 from pydantic import AnyUrl, ValidationError
 
 from ralph_context import __version__, origin
 from ralph_context._logging import audit_logger, ensure_logging
+from ralph_context.actors.inference import CONFIGURE_MODEL
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.engine import Engine
 from ralph_context.errors import InvalidInput, RalphContextError
-from ralph_context.packs import register_packs
+from ralph_context.packs import INFERENCE_TOOLS, PACK_TOOLS, has_model_server, register_packs
 from ralph_context.packs.toolkit import EngineHolder
 from ralph_context.rendering import inert, inert_json
 from ralph_context.server import callers
+from ralph_context.server.compact import compact_tool
+from ralph_context.server.curation import register_curation
 from ralph_context.server.custom_prompts import argument_problem
 from ralph_context.server.prompts import register_prompts
 from ralph_context.server.resources import register_resources
 from ralph_context.server.strict import close_arguments
-from ralph_context.server.suggest import unknown_resource, unknown_tool
+from ralph_context.server.suggest import (
+    needs_model_server,
+    unknown_resource,
+    unknown_tool,
+    unserved_pack,
+)
 from ralph_context.server.tools import register_tools
 
 __all__ = ["ContextServer", "build_server", "describe_validation", "serving"]
@@ -62,7 +71,7 @@ INSTRUCTIONS = (
     "helped with mark_useful: feedback changes future rankings."
 )
 PACK_INSTRUCTIONS = {
-    "prompt_learning": " Prompts: retrieve_prompts finds ones that worked; after running one, "
+    "prompts": " Prompts: retrieve_prompts finds ones that worked; after running one, "
     "record_feedback with its outcome.",
     "project": " Projects: get_project_context at the start of a session; capture_learning and "
     "capture_decision when you learn or decide something worth keeping.",
@@ -81,7 +90,7 @@ def describe_validation(tool: str, error: ValidationError) -> str:
 
 
 # Tools whose answer is a language model's own reply the caller asked for, not stored text.
-_MODEL_REPLIES = frozenset({"list_models", "complete", "react_step", "judge", "generate_variants"})
+_MODEL_REPLIES = frozenset(INFERENCE_TOOLS)
 
 
 def _as_data(name: str, result: Any) -> Any:
@@ -104,19 +113,27 @@ def _as_data(name: str, result: Any) -> Any:
 
 
 class ContextServer(MCPServer):
-    """``MCPServer`` with errors a person can act on, and an audit line per write."""
+    """``MCPServer`` with errors a person can act on, an audit line per write, and tool
+    listings as small as they can be (``compact``)."""
 
     namespace = "default"
     # The write tools a read-only server removed: a call to one is told why it is missing.
     hidden_tools: frozenset[str] = frozenset()
+    # The tools of packs this server does not serve, each with what would serve it.
+    off_face: Mapping[str, str] = {}
     _writes: frozenset[str] | None = None
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [compact_tool(tool) for tool in await super().list_tools()]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
         if self._tool_manager.get_tool(name) is None:
             known = (tool.name for tool in self._tool_manager.list_tools())
-            raise ToolError(unknown_tool(name, known, hidden=self.hidden_tools))
+            raise ToolError(
+                unknown_tool(name, known, hidden=self.hidden_tools, off_face=self.off_face)
+            )
         audited = name in await self._write_tools()
         try:
             recorder = origin.mcp_client(callers.client_name(context))
@@ -234,26 +251,30 @@ def _root(exc: BaseException) -> BaseException:
 
 
 def build_server(holder: EngineHolder, *, read_only: bool = False) -> ContextServer:
-    """The MCP server with every context tool, resource and prompt registered; requests
-    fail with ``ActorUnavailable`` until ``holder.engine`` is set. ``read_only``: only the
-    tools annotated read-only are registered (the others do not exist for clients).
+    """The MCP server with the core context tools, the packs ``packs:`` names, every
+    resource and prompt registered; requests fail with ``ActorUnavailable`` until
+    ``holder.engine`` is set. ``read_only``: only the tools annotated read-only are
+    registered (the others do not exist for clients).
 
     Raises:
-        ConfigError: A custom prompt's definition is invalid. Checked here, before any
-            engine starts, so a typo costs no model load.
+        ConfigError: A custom prompt's definition is invalid, or ``LMSTUDIO_SERVERS`` holds
+            something that is not a URL. Checked here, before any engine starts, so a typo
+            costs no model load.
     """
     ensure_logging()
 
-    packs = holder.settings.packs
-    enabled = {"prompt_learning": packs.prompt_learning.enabled, "project": packs.project.enabled}
+    served = holder.settings.packs.served()
     instructions = INSTRUCTIONS + "".join(
-        text for name, text in PACK_INSTRUCTIONS.items() if enabled[name]
+        text for name, text in PACK_INSTRUCTIONS.items() if name in served
     )
     server = ContextServer(
         "ralph-context", instructions=instructions, version=__version__, log_level="WARNING"
     )
     register_tools(server, holder)
+    if "curation" in served:
+        register_curation(server, holder)
     register_packs(server, holder)
+    server.off_face = _off_face(served, has_model_server(holder.settings))
     close_arguments(server)
     register_resources(server, holder)
     register_prompts(server, holder)
@@ -285,6 +306,20 @@ async def serving(
     async with Engine(settings, model_loader=model_loader, read_only=read_only) as engine:
         holder.engine = engine
         yield server, engine
+
+
+def _off_face(served: frozenset[str], model_server: bool) -> dict[str, str]:
+    """The tools of the packs not served (and the language model tools, without a model
+    server), each with what a client calling it is told to configure."""
+    off: dict[str, str] = {}
+    for pack, names in PACK_TOOLS.items():
+        for name in names:
+            needs_model = name in INFERENCE_TOOLS and not model_server
+            if pack not in served:
+                off[name] = unserved_pack(name, pack, needs_model=needs_model)
+            elif needs_model:
+                off[name] = needs_model_server(name, CONFIGURE_MODEL)
+    return off
 
 
 def _writes(annotations: ToolAnnotations | None) -> bool:

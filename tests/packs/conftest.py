@@ -1,6 +1,7 @@
-"""A pack-enabled MCP server in process, driven by the real ``mcp`` client, with the real
-model and a LanceDB store on a tmp dir. ``served.engine`` lets a test seed history the tools
-cannot write (outcomes dated in the past)."""
+"""A pack-enabled MCP server in process (every pack named: ``ALL_PACKS``), driven by the
+real ``mcp`` client, with the real model and a LanceDB store on a tmp dir.
+``served.engine`` lets a test seed history the tools cannot write (outcomes dated in the
+past)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ralph_context.errors import ModelError
 from ralph_context.packs.toolkit import EngineHolder
 from ralph_context.server.app import build_server
 from tests.helpers import Loader, SettingsFactory
+from tests.server.mcp_scenario import ALL_PACKS
 
 
 @dataclass
@@ -50,7 +52,8 @@ def no_model(_settings: EmbeddingsSettings) -> LocalEmbedder:
 
 @pytest.fixture
 async def served(make_settings: SettingsFactory, shared_model: Loader) -> AsyncIterator[Served]:
-    async with serving(make_settings(lifecycle={"auto_run": False}), shared_model) as running:
+    settings = make_settings(lifecycle={"auto_run": False}, packs=ALL_PACKS)
+    async with serving(settings, shared_model) as running:
         yield running
 
 

@@ -51,6 +51,7 @@ async def with_servers(
 ) -> AsyncIterator[mcp.Client]:
     settings = make_settings(
         lifecycle={"auto_run": False},
+        packs=["evaluation"],
         inference=inference_section(*servers, retries=2),
     )
     async with serving(settings, shared_model) as running:
@@ -536,7 +537,7 @@ async def test_generate_variants_errors_are_clear(llm: Llm) -> None:
 # --- no model configured --------------------------------------------------------------------
 
 
-async def test_without_a_configured_model_every_tool_says_how_to_configure_one(
+async def test_without_a_configured_model_no_tool_is_listed_and_each_says_how_to_configure_one(
     make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
     arguments: dict[str, dict[str, Any]] = {
@@ -556,11 +557,13 @@ async def test_without_a_configured_model_every_tool_says_how_to_configure_one(
     messages = {}
     with anyio.fail_after(20):
         async for client in with_servers(make_settings, shared_model, []):
+            listed = {tool.name for tool in (await client.list_tools()).tools}
             for tool in LLM_TOOLS:
                 messages[tool] = await error_of(client, tool, **arguments[tool])
+    assert "calculate_drift" in listed and not listed & set(LLM_TOOLS)
     for tool, message in messages.items():
         assert message == (
-            f"{tool}: no language model configured: add "
+            f"tool {tool!r} asks a language model, and this server has none: add "
             "learning.mcp_context.inference.servers to ralph.yaml, or set LMSTUDIO_SERVERS, "
             "OLLAMA_HOST, TOGETHER_API_KEY or HF_TOKEN"
         ), message

@@ -388,7 +388,7 @@ async def test_bad_input_is_refused_clearly_and_writes_nothing(client: mcp.Clien
 async def test_without_the_model_learnings_are_kept_and_found_by_words(
     make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
-    settings = make_settings(lifecycle={"auto_run": False})
+    settings = make_settings(lifecycle={"auto_run": False}, packs=["project"])
     with anyio.fail_after(60):
         async with serving(settings, no_model) as running:
             client = running.client
@@ -415,11 +415,16 @@ async def test_without_the_model_learnings_are_kept_and_found_by_words(
             assert [hit["id"] for hit in found["learnings"]] == ["L-001"]
 
 
-async def test_the_pack_switched_off_registers_no_tools(make_settings: SettingsFactory) -> None:
-    settings = make_settings(packs={"project": {"enabled": False}})
+async def test_a_pack_listed_but_switched_off_by_its_own_key_registers_no_tools(
+    make_settings: SettingsFactory,
+) -> None:
+    """``project.enabled: false`` (or its variable) wins over the list that names it."""
+    settings = make_settings(
+        packs={"enabled": ["project", "prompts"], "project": {"enabled": False}}
+    )
     server = build_server(EngineHolder(settings))
     with anyio.fail_after(30):
         async with mcp.Client(server) as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
     assert not names & PACK_TOOLS
-    assert "get_relevant_context" in names
+    assert {"get_relevant_context", "retrieve_prompts"} <= names

@@ -389,7 +389,7 @@ async def test_analytics_on_a_seeded_history(served: Served) -> None:
 async def test_without_the_model_retrieval_falls_back_to_full_text(
     make_settings: SettingsFactory,
 ) -> None:
-    settings = make_settings(lifecycle={"auto_run": False})
+    settings = make_settings(lifecycle={"auto_run": False}, packs=["prompts"])
     with anyio.fail_after(60):
         async with serving(settings, no_model) as running:
             client = running.client
@@ -401,11 +401,17 @@ async def test_without_the_model_retrieval_falls_back_to_full_text(
     assert [r["prompt_id"] for r in found["results"]] == [stored]
 
 
-async def test_a_pack_switched_off_registers_no_tools(make_settings: SettingsFactory) -> None:
-    settings = make_settings(packs={"prompt_learning": {"enabled": False}})
-    server = build_server(EngineHolder(settings))
-    with anyio.fail_after(30):
-        async with mcp.Client(server) as client:
-            names = {tool.name for tool in (await client.list_tools()).tools}
-    assert not names & PACK_TOOLS
-    assert "get_relevant_context" in names
+async def test_a_pack_not_named_registers_no_tools_and_its_own_switch_still_serves_it(
+    make_settings: SettingsFactory,
+) -> None:
+    """Off by default; ``prompt_learning.enabled: true``, written when every pack was on,
+    still serves it."""
+    listed = {}
+    for label, packs in (("default", {}), ("switched on", {"prompt_learning": {"enabled": True}})):
+        server = build_server(EngineHolder(make_settings(packs=packs)))
+        with anyio.fail_after(30):
+            async with mcp.Client(server) as client:
+                listed[label] = {tool.name for tool in (await client.list_tools()).tools}
+    assert not listed["default"] & PACK_TOOLS
+    assert "get_relevant_context" in listed["default"]
+    assert listed["switched on"] == listed["default"] | PACK_TOOLS

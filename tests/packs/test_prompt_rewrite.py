@@ -43,7 +43,7 @@ async def serve(
     servers = [] if url is None else [{"kind": "lmstudio", "base_url": url}]
     settings = make_settings(
         lifecycle={"auto_run": False},
-        packs={"prompt_learning": {"rewrite_model": rewrite_model}},
+        packs={"enabled": ["prompts"], "prompt_learning": {"rewrite_model": rewrite_model}},
         inference=inference_section(*servers, retries=0),
     )
     async with serving(settings, shared_model) as running:

@@ -269,7 +269,8 @@ async def test_import_upserts_by_id_in_batches_and_the_tools_serve_it(
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "ralph.yaml"
     path.write_text(
-        "learning:\n  mcp_context:\n    storage:\n      path: store\n", encoding="utf-8"
+        "learning:\n  mcp_context:\n    storage:\n      path: store\n    packs: [project]\n",
+        encoding="utf-8",
     )
     return path
 

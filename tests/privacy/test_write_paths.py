@@ -101,7 +101,7 @@ async def test_no_secret_written_over_mcp_reaches_answers_files_export_or_log(
     tmp_path: Path,
 ) -> None:
     store = tmp_path / "store"
-    config = store_config(tmp_path / "ralph.yaml", store)
+    config = store_config(tmp_path / "ralph.yaml", store, packs=("prompts", "project"))
     process, url = start_http_server(config, env={"RALPH_CONTEXT_LOG_LEVEL": "debug"})
     try:
         with anyio.fail_after(240):

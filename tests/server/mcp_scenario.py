@@ -1,4 +1,5 @@
-"""One walk through every tool, resource and prompt, run against each transport."""
+"""One walk through every tool, resource and prompt, run against each transport (its server
+names every pack: ``ALL_PACKS``), and the tool sets of each pack."""
 
 from __future__ import annotations
 
@@ -10,20 +11,19 @@ import pytest
 from mcp.types import TextContent
 
 TYPES = ("task", "iteration", "skill", "file", "output", "error")
-CONTEXT_TOOLS = {
+# The default face: what a server lists with no pack named.
+CORE_TOOLS = {
     "get_relevant_context",
     "get_iteration_history",
-    "get_skills",
     "store_context",
     "store_contexts",
     "mark_useful",
     "store_iteration_result",
-    "summarize_old_context",
-    "prune_low_value_context",
     "forget_context",
     "get_context_stats",
     "health_check",
 }
+CURATION_TOOLS = {"get_skills", "summarize_old_context", "prune_low_value_context"}
 PROMPT_LEARNING_TOOLS = {
     "retrieve_prompts",
     "record_feedback",
@@ -46,12 +46,16 @@ EVALUATION_TOOLS = {
     "analyze_variants",
     "analyze_trajectory",
     "compare_trajectories",
-    "list_models",
-    "complete",
-    "react_step",
-    "judge",
-    "generate_variants",
 }
+# The evaluation pack's, with a language model server only.
+INFERENCE_TOOLS = {"list_models", "complete", "react_step", "judge", "generate_variants"}
+ALL_PACKS = ("prompts", "project", "evaluation", "curation")
+# Every pack's tools, with a model server.
+ALL_PACK_TOOLS = (
+    CURATION_TOOLS | PROMPT_LEARNING_TOOLS | PROJECT_TOOLS | EVALUATION_TOOLS | INFERENCE_TOOLS
+)
+# ``packs:`` in a ralph.yaml naming them all.
+ALL_PACKS_YAML = f"    packs: [{', '.join(ALL_PACKS)}]\n"
 
 
 def text_of(result: Any) -> str:
@@ -81,9 +85,11 @@ async def error_of(client: mcp.Client, tool: str, **arguments: Any) -> str:
 
 
 async def exercise(client: mcp.Client) -> None:
-    """Every tool, resource and prompt, with their error paths."""
+    """Every tool, resource and prompt, with their error paths (every pack named, no
+    language model server)."""
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == CONTEXT_TOOLS | PROMPT_LEARNING_TOOLS | PROJECT_TOOLS | EVALUATION_TOOLS
+    packs = CURATION_TOOLS | PROMPT_LEARNING_TOOLS | PROJECT_TOOLS | EVALUATION_TOOLS
+    assert set(tools) == CORE_TOOLS | packs
     for tool in tools.values():
         assert tool.output_schema is not None, tool.name
         assert tool.annotations is not None, tool.name

@@ -13,7 +13,9 @@ import anyio
 import mcp
 import pytest
 
-from benchmarks.fuzz.run import fuzz, server_params
+from benchmarks.fuzz.run import CONFIG, fuzz, server_params
+from benchmarks.serving import free_port
+from tests.server.mcp_scenario import ALL_PACK_TOOLS, CORE_TOOLS
 
 # Generated calls in CI: the whole test stays well under two minutes on this machine.
 CI_CALLS = 300
@@ -62,10 +64,18 @@ async def test_every_tool_is_closed_and_every_number_and_list_bounded(tmp_path: 
     """Unknown arguments are refused (the schema says so), and no number or list any tool
     takes is unbounded: a number without a maximum reaches a 64-bit column or a loop bound
     sooner or later, a list without one a loop over it."""
+    params = server_params(tmp_path)
+    # A model server too (nothing listens: listing asks it nothing), so every tool is listed.
+    config = tmp_path / "ralph.yaml"
+    config.write_text(
+        f"{CONFIG}    inference:\n      register_from_env: false\n"
+        f"      servers: [{{kind: lmstudio, base_url: 'http://127.0.0.1:{free_port()}'}}]\n",
+        encoding="utf-8",
+    )
     with anyio.fail_after(60):
-        async with mcp.Client(server_params(tmp_path)) as client:
+        async with mcp.Client(params) as client:
             tools = (await client.list_tools()).tools
-    assert len(tools) >= 30
+    assert {tool.name for tool in tools} == CORE_TOOLS | ALL_PACK_TOOLS
     unbounded = []
     for tool in tools:
         assert tool.input_schema.get("additionalProperties") is False, tool.name

@@ -14,7 +14,7 @@ import mcp
 import pytest
 from mcp import StdioServerParameters
 
-from tests.server.mcp_scenario import exercise
+from tests.server.mcp_scenario import ALL_PACKS_YAML, exercise
 from tests.server_process import CLI, environment, owner_client, start_http_server
 
 # The console script, for launchers that would read `-m` as their own option.
@@ -32,8 +32,7 @@ def config(tmp_path: Path) -> Path:
     path = tmp_path / "ralph.yaml"
     path.write_text(
         "learning:\n  mcp_context:\n    storage:\n      path: store\n"
-        "    lifecycle:\n      auto_run: false\n"
-        "    prompts:\n"
+        "    lifecycle:\n      auto_run: false\n" + ALL_PACKS_YAML + "    prompts:\n"
         "      - name: review\n        description: Review a file\n"
         "        arguments:\n          - Name: file\n            Required: true\n"
         "        content: 'Review {file} carefully.'\n",
