@@ -17,6 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the models' layer: only a type here
+    from ralph_context.models import ContextItem
 
 __all__ = [
     "API",
@@ -31,6 +35,7 @@ __all__ = [
     "current",
     "mcp_client",
     "recorded_by",
+    "stamped",
 ]
 
 # The metadata key the engine owns.
@@ -84,6 +89,13 @@ def recorded_by(who: str) -> Iterator[None]:
         yield
     finally:
         _ORIGIN.reset(token)
+
+
+def stamped(item: ContextItem) -> ContextItem:
+    """``item`` with its recorder in ``metadata["recorded_by"]``: who :func:`current` says,
+    over whatever the caller's metadata put there."""
+    metadata = {**item.metadata, RECORDED_BY: current()}
+    return item.model_copy(update={"metadata": metadata})
 
 
 def current() -> str:

@@ -35,7 +35,7 @@ from ralph_context.errors import ConfigError
 if TYPE_CHECKING:
     from ralph_context.config.settings import Settings
 
-__all__ = ["OWNER_FILE", "OWNER_LABEL", "client_token", "ensure", "read"]
+__all__ = ["OWNER_FILE", "OWNER_LABEL", "client_token", "ensure", "forward_token", "read"]
 
 OWNER_FILE = "owner.token"
 # How a request holding it is named in logs and audit lines.
@@ -140,3 +140,14 @@ def client_token(settings: Settings, url: str | None = None) -> str | None:
         return token_for(settings.token_path(), settings.storage.namespace)
     except ConfigError:
         return None
+
+
+def forward_token(settings: Settings) -> str | None:
+    """The token a replica on object storage sends with a write it forwards to the lease
+    holder: a configured one first (the replicas of other machines share it), else the
+    owner token (this project's own replicas).
+
+    Raises:
+        ConfigError: The token file is unsafe or malformed.
+    """
+    return token_for(settings.token_path(), settings.storage.namespace) or client_token(settings)

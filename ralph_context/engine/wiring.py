@@ -18,8 +18,7 @@ from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, build_item
 from ralph_context.codebase import Repository, Worktrees, anchor
 from ralph_context.config import EmbeddingsSettings, Settings
-from ralph_context.config.owner_token import client_token
-from ralph_context.config.token_file import token_for
+from ralph_context.config.owner_token import forward_token
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
 from ralph_context.engine.health import EngineHealth
 from ralph_context.errors import ActorUnavailable, RalphContextError, StoreError
@@ -123,11 +122,7 @@ class EngineWiring:
             lock_at=None if settings.is_ephemeral else settings.store_root(),
         )
         if settings.storage.on_object_storage:  # its writes may go to another replica
-            # A configured token first: the replicas of other machines share it; the owner
-            # token (``config.owner_token``) is this project's own replicas'.
-            storage.forward_token = token_for(
-                settings.token_path(), settings.storage.namespace
-            ) or client_token(settings)
+            storage.forward_token = forward_token(settings)
         await supervisor.start(storage)
         self._storage = storage
         if storage.fatal is not None:
@@ -290,8 +285,7 @@ class EngineWiring:
             iteration=self._iteration,
             max_step=self.settings.lifecycle.max_iteration_step,
         )
-        stamped = {**built.metadata, origin.RECORDED_BY: origin.current()}
-        redacted = self.redactor.item(built.model_copy(update={"metadata": stamped}))
+        redacted = self.redactor.item(origin.stamped(built))
         return anchor(redacted, self.codebase.at(redacted.metadata.get("cwd")))
 
     async def persist(self, items: list[ContextItem]) -> list[ContextItem]:
