@@ -178,3 +178,13 @@ def test_the_removed_table_covers_every_control_and_format_character() -> None:
     ]
     assert missing == []
     assert visible("tab\tand\nnewline kept") == "tab\tand\nnewline kept"
+
+
+def test_the_tools_text_of_eight_short_items_is_within_twice_their_content_and_600() -> None:
+    notes = [f"note {n}: the staging deploy needs the VPN profile v{n}" for n in range(8)]
+    hits = _items(notes)
+    text = tool_text(hits, "semantic")
+    content = sum(len(n) for n in notes)
+    assert len(text) <= 2 * content + 600, (len(text), content)
+    assert all(hit.item.id in text for hit in hits)  # each id, for mark_useful
+    assert "breakdown" not in text and "0.5000" not in text
