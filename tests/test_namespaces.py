@@ -100,7 +100,11 @@ def test_an_http_entry_points_at_its_namespace() -> None:
     from ralph_context.integrations.mcp_json import server_entry
 
     entry = server_entry("http", config=None, host="127.0.0.1", port=8765, namespace="ci")
-    assert entry == {"type": "http", "url": "http://127.0.0.1:8765/ns/ci/mcp"}
+    assert (entry["type"], entry["url"]) == ("http", "http://127.0.0.1:8765/ns/ci/mcp")
+    # Claude Code asks this command for the owner token's header (only the owner).
+    assert str(entry.get("headersHelper", " token owner --header")).endswith(
+        " token owner --header"
+    )
     plain = server_entry("http", config=None, host="127.0.0.1", port=8765)
     assert plain["url"] == "http://127.0.0.1:8765/mcp"
 
