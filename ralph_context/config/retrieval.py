@@ -2,12 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from ralph_context.config.section import Section
 from ralph_context.models import ContextType
 
-__all__ = ["RetrievalSettings", "ScoringSettings"]
+__all__ = ["PUSH_GATES", "PushGate", "RetrievalSettings", "ScoringSettings"]
+
+
+class PushGate(Section):
+    """What an item must show to be pushed into a prompt nobody asked memory about
+    (``retrieval/gate.py``): ``cosine + lexical_weight · lexical >= min_evidence``, or on the
+    text tier (no cosine) ``lexical >= min_lexical``; ``lexical`` is BM25's evidence."""
+
+    min_evidence: float = Field(ge=-1.0, le=3.0, allow_inf_nan=False)
+    lexical_weight: float = Field(ge=0.0, le=2.0, allow_inf_nan=False)
+    min_lexical: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+
+
+# One gate per embedding model (embeddings.model): a cosine's scale is the model's own, so a
+# model's constants are fitted on its own vectors (benchmarks/push, held out by project and
+# conversation). A model not listed here pushes what passes the pull threshold.
+PUSH_GATES: Mapping[str, PushGate] = MappingProxyType(
+    {
+        "all-MiniLM-L6-v2": PushGate(min_evidence=0.825, lexical_weight=0.75, min_lexical=0.5),
+    }
+)
 
 
 class RetrievalSettings(Section):
@@ -37,6 +61,11 @@ class RetrievalSettings(Section):
     # are searched too: an old item that is the strong match stays findable after the
     # lifecycle moved it out of the hot table. 1.0: always; below the gate: never.
     archive_search_below: float = Field(default=0.5, ge=-1.0, le=1.0, allow_inf_nan=False)
+    # What a push (the agents' prompt hook, Ralph 1.x's section, Ralph v2's memories.md)
+    # carries besides the threshold above: "auto", the items that pass the embedding
+    # model's own gate (PUSH_GATES; a prompt nothing answers gets nothing); "off", all of
+    # them; or a gate's constants. Pulls (tools, CLI search) are not gated.
+    push_gate: Literal["auto", "off"] | PushGate = "auto"
 
 
 class ScoringSettings(Section):
