@@ -72,11 +72,8 @@ def save(asked: Sequence[Asked], path: Path) -> None:
 
 def load(path: Path) -> list[Asked]:
     """Prompts saved by :func:`save`."""
-    found = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            found.append(_asked(json.loads(line)))
-    return found
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [_asked(json.loads(line)) for line in lines if line.strip()]
 
 
 def _asked(row: dict[str, Any]) -> Asked:

@@ -71,8 +71,7 @@ async def collect_projects(
                 if p.project == store.project
             ]
             for kind, category, text, targets in queries:
-                wanted = {ids[t] for t in targets}
-                items = await ask(engine, text, lambda item, wanted=wanted: item.id in wanted)
+                items = await ask(engine, text, _one_of({ids[t] for t in targets}))
                 asked.append(Asked(kind, store.project, category, bool(targets), text, items))
                 tick()
     return asked
@@ -99,11 +98,7 @@ async def collect_locomo(
                 if not adversarial and not question.evidence:
                     continue  # nothing to grade it by
                 evidence = set() if adversarial else set(question.evidence)
-                items = await ask(
-                    engine,
-                    question.text,
-                    lambda item, evidence=evidence: str(item.metadata.get("dia_id")) in evidence,
-                )
+                items = await ask(engine, question.text, _turn_of(evidence))
                 category = CATEGORIES[question.category]
                 asked.append(
                     Asked(
@@ -135,7 +130,7 @@ async def collect_longmemeval(
         if question.abstention:
             wanted = set()  # its has_answer turns hold what is near, not the answer
         async with open_engine(filled.settings, model) as engine:
-            items = await ask(engine, question.text, lambda item: item.id in wanted)
+            items = await ask(engine, question.text, _one_of(wanted))
         category = "abstention" if question.abstention else question.question_type
         asked.append(
             Asked(
@@ -149,3 +144,14 @@ async def collect_longmemeval(
         )
         tick()
     return asked
+
+
+def _one_of(ids: set[str]) -> Callable[[ContextItem], bool]:
+    """An item answers when it is one of ``ids``."""
+    return lambda item: item.id in ids
+
+
+def _turn_of(dia_ids: set[str]) -> Callable[[ContextItem], bool]:
+    """A LoCoMo item answers when it is an evidence turn, by its ``dia_id`` (as the
+    retrieval bench grades)."""
+    return lambda item: str(item.metadata.get("dia_id")) in dia_ids

@@ -82,4 +82,3 @@ def _kept(
         kept.append(i)
         spent += price
     return kept
-

@@ -72,9 +72,8 @@ class Plan:
         count += sum(1 for p in load_prompts() if p.project in names)
         if self.locomo is not None:
             for c in load_conversations(self.locomo)[: self.conversations]:
-                count += sum(
-                    1 for q in c.questions[: self.questions] if q.evidence or q.category == ADVERSARIAL
-                )
+                asked = c.questions[: self.questions]
+                count += sum(1 for q in asked if q.evidence or q.category == ADVERSARIAL)
         if self.longmemeval is not None:
             count += len(load_questions(self.longmemeval)[: self.questions])
         return count

@@ -17,8 +17,8 @@ import numpy as np
 
 from benchmarks.push.asked import Asked
 from benchmarks.push.fit import FOLDS, SEMANTIC_GRID, fold_of
-from ralph_context.config.retrieval import PushGate
 from benchmarks.push.table import Table
+from ralph_context.config.retrieval import PushGate
 
 __all__ = ["PARAPHRASE", "TARGETS", "trade_off"]
 

@@ -48,7 +48,9 @@ def push(
     ] = None,
     questions: Annotated[
         int | None,
-        typer.Option(min=1, help="Only the first N questions (of each conversation; of LongMemEval)."),
+        typer.Option(
+            min=1, help="Only the first N questions (of each conversation; of LongMemEval)."
+        ),
     ] = None,
     projects: Annotated[
         int | None,

@@ -9,7 +9,8 @@ Ralph builds the prompt):
 2. bring the agent's own memories (``ralph tools memory add``) into the store, one item
    each under a key made of its id and text, and forget those Ralph no longer has;
 3. search for what the next iteration is about (``workspace.query``) and write the best
-   items into ``memories.md`` as our managed entries, within ``memories.budget``, checked
+   items that pass the push gate (``retrieval.push_gate``: none when nothing answers the
+   query) into ``memories.md`` as our managed entries, within ``memories.budget``, checked
    against the workspace's code first (``codebase``: an item about files deleted since is
    not written, one about files changed since is marked and placed last).
 
@@ -34,6 +35,8 @@ import yaml
 from ralph_context._logging import get_logger
 from ralph_context.atomic import write_text_atomically
 from ralph_context.codebase import Repository, for_push
+from ralph_context.config import EmbeddingsSettings
+from ralph_context.config.retrieval import PUSH_GATES, PushGate
 from ralph_context.errors import IdempotencyConflict
 from ralph_context.integrations.ralph_v2 import memories
 from ralph_context.integrations.ralph_v2.client import Memory, ReadOnly
@@ -41,6 +44,7 @@ from ralph_context.integrations.ralph_v2.payload import WORK_EVENTS, HookPayload
 from ralph_context.integrations.ralph_v2.workspace import Event, Workspace
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
 from ralph_context.rendering import Note, memory_entry
+from ralph_context.retrieval.gate import pushed
 from ralph_context.validation import MAX_SOURCE_CHARS
 
 __all__ = ["MEMORY_TAG", "LoopState", "Report", "handle", "loop_thread"]
@@ -57,6 +61,8 @@ _KINDS = {
 }
 _FAILED = ("fail", "error", "blocked")
 _ENTRY_CHARS = 600
+# The default model's gate, for callers that do not pass the settings' (tests, scripts).
+DEFAULT_GATE = PUSH_GATES.get(EmbeddingsSettings().model)
 _SUMMARY_CHARS = 4_000
 
 
@@ -96,6 +102,7 @@ class Report:
     synced: int = 0
     forgotten: int = 0
     injected: int = 0
+    gated: int = 0  # items the search returned that the push gate held back
     skipped: list[str] = field(default_factory=list)
     # The summary item of the iteration this call recorded: the agent's scratchpad still
     # shows it, and the query (built from that scratchpad) matches it best of all.
@@ -107,8 +114,16 @@ def needs_memory(payload: HookPayload) -> bool:
     return payload.event in WORK_EVENTS
 
 
-async def handle(payload: HookPayload, memory: Memory, *, max_items: int) -> Report:
-    """Do what ``payload``'s event asks for; see the module's docstring."""
+async def handle(
+    payload: HookPayload,
+    memory: Memory,
+    *,
+    max_items: int,
+    gate: PushGate | None = DEFAULT_GATE,
+) -> Report:
+    """Do what ``payload``'s event asks for; see the module's docstring. ``gate`` is what
+    an item must pass to be written into memories.md (``Settings.push_gate()``; ``None``:
+    every item the search returns)."""
     space = Workspace(Path(payload.loop.workspace))
     state = LoopState.load(space.root, payload.loop.id)
     report = Report()
@@ -127,7 +142,7 @@ async def handle(payload: HookPayload, memory: Memory, *, max_items: int) -> Rep
     except ReadOnly as exc:  # retrieval still works; what was not stored is stored later
         report.skipped.append(f"nothing stored: {exc}")
     if event == "iteration.start":
-        await _inject(space, memory, max_items, report)
+        await _inject(space, memory, max_items, gate, report)
     state.save(space.root)
     return report
 
@@ -286,7 +301,9 @@ async def _sync(space: Workspace, state: LoopState, memory: Memory, report: Repo
     state.synced = seen
 
 
-async def _inject(space: Workspace, memory: Memory, max_items: int, report: Report) -> None:
+async def _inject(
+    space: Workspace, memory: Memory, max_items: int, gate: PushGate | None, report: Report
+) -> None:
     settings = _memory_settings(space.root)
     if not settings["enabled"]:
         report.skipped.append("memories are off in ralph.yml (memories.enabled)")
@@ -296,9 +313,11 @@ async def _inject(space: Workspace, memory: Memory, max_items: int, report: Repo
         report.skipped.append("nothing to search for yet (no tasks, notes or PROMPT.md)")
         return
     found = await memory.search(query, min(max_items + 1, 50))  # one may be just_recorded
+    relevant = pushed(found, gate)  # unasked: nothing when nothing answers the query
+    report.gated = len(found) - len(relevant)
     fresh = [
         hit
-        for hit in found
+        for hit in relevant
         if MEMORY_TAG not in hit.item.tags and hit.item.id != report.just_recorded
     ]
     judged = for_push(fresh, Repository.find(space.root))
