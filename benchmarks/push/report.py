@@ -52,6 +52,15 @@ def markdown(results: dict[str, Any]) -> str:
     lines += ["", "Held out, per category:", "", HEADER]
     for kind, cats in results["held_out_categories"].items():
         lines += [_row(f"{kind}: {name}", f) for name, f in cats.items()]
+    lines += [
+        "",
+        "With the lexical weight fitted too (each fold's: "
+        + "; ".join(_gate(g) for g in results["free_weight_fold_choices"])
+        + "):",
+        "",
+        HEADER,
+    ]
+    lines += [_row(kind, f) for kind, f in results["held_out_free_weight"].items()]
     lines += ["", "Text tier (the model out; cosine taken away from the same items):", "", HEADER]
     lines += [_row(kind, f) for kind, f in results["held_out_text_tier"].items()]
     chosen, shipped = results["chosen"], results["shipped"]

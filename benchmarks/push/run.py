@@ -34,7 +34,7 @@ from benchmarks.push.collect import (
     collect_projects,
 )
 from benchmarks.push.everyday import load_prompts
-from benchmarks.push.fit import choose, cross_validate
+from benchmarks.push.fit import WEIGHTS, choose, cross_validate
 from benchmarks.push.replay import served_from_pools
 from benchmarks.push.table import Table
 from benchmarks.push.tradeoff import trade_off
@@ -131,6 +131,7 @@ def fit_report(asked: list[Asked]) -> dict[str, Any]:
     """The held-out figures, the choice made on all, the figures before the gate and with
     the shipped constants (``retrieval.push_gate``, in sample), and the trade-off."""
     held = cross_validate(asked)
+    free = cross_validate(asked, weights=WEIGHTS)
     table = Table(asked)
     shipped = Settings.load(None).push_gate()
 
@@ -146,6 +147,8 @@ def fit_report(asked: list[Asked]) -> dict[str, Any]:
         },
         "held_out_text_tier": {kind: f.as_dict() for kind, f in held.text.items()},
         "fold_choices": [gate.model_dump() for gate in held.choices],
+        "held_out_free_weight": {kind: f.as_dict() for kind, f in free.kinds.items()},
+        "free_weight_fold_choices": [gate.model_dump() for gate in free.choices],
         "chosen": choose(table).model_dump(),
         "shipped": shipped.model_dump() if shipped is not None else None,
         "shipped_in_sample": graded(shipped) if shipped is not None else {},

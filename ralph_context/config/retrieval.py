@@ -29,7 +29,7 @@ class PushGate(Section):
 # conversation). A model not listed here pushes what passes the pull threshold.
 PUSH_GATES: Mapping[str, PushGate] = MappingProxyType(
     {
-        "all-MiniLM-L6-v2": PushGate(min_evidence=0.825, lexical_weight=0.75, min_lexical=0.5),
+        "all-MiniLM-L6-v2": PushGate(min_evidence=0.6, lexical_weight=0.25, min_lexical=0.5),
     }
 )
 
