@@ -5,6 +5,7 @@ fold's constants without that fold; a replayed pool serves what ``Engine.search`
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections import Counter
 from pathlib import Path
@@ -23,6 +24,7 @@ from ralph_context.config import EmbeddingsSettings
 from ralph_context.config.retrieval import PushGate
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.retrieval.gate import admits
+from tests.cli.test_cli import cli
 
 
 def test_the_everyday_prompts_are_many_of_several_kinds_and_name_notes_of_their_store() -> None:
@@ -194,3 +196,49 @@ async def test_a_replayed_pool_serves_what_the_hooks_search_serves(
             assert mine == expected
             assert replayed.answerable is False and replayed.category == "abstention"
     assert max(len(replayed.items) for replayed in served) >= 2
+
+
+HERE = Path(__file__).parent
+
+
+@pytest.mark.model
+def test_bench_push_writes_its_files_with_held_out_figures_per_kind(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = cli(
+        "bench",
+        "push",
+        "--locomo",
+        str(HERE / "tiny_locomo.json"),
+        "--longmemeval",
+        str(HERE / "tiny_longmemeval.json"),
+        "--projects",
+        "1",
+        "--out",
+        str(out),
+    )
+    assert sorted(p.name for p in out.iterdir()) == [
+        "asked.jsonl",
+        "push.png",
+        "results.json",
+        "results.md",
+    ]
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    everyday = sum(1 for p in load_prompts() if p.project == STORES[0].project)
+    assert results["prompts"] == {
+        "everyday": everyday,
+        "paraphrase": len(STORES[0].queries),
+        "locomo": 5,  # four answerable, the adversarial one with no answer
+        "longmemeval": 3,
+    }
+    assert results["held_out"]["longmemeval"]["no_answer"] == 1  # q_pet_abs
+    assert results["held_out"]["locomo"]["no_answer"] == 1
+    for kind in ("held_out", "before_gate", "held_out_text_tier", "held_out_free_weight"):
+        assert set(results[kind]) == set(results["prompts"])
+    assert results["before_gate"]["everyday"]["silence"] < 1.0  # what a push carried before
+    assert "Push gate, held out" in done.stderr and "| **everyday** |" in done.stderr
+    assert results["machine"]["cpus"] >= 1 and len(results["machine"]["load_after"]) == 3
+    # Fit and grade again on what was served, without searching.
+    again = tmp_path / "again"
+    cli("bench", "push", "--reuse", str(out / "asked.jsonl"), "--out", str(again))
+    reused = json.loads((again / "results.json").read_text(encoding="utf-8"))
+    assert reused["held_out"] == results["held_out"] and reused["chosen"] == results["chosen"]
