@@ -17,10 +17,12 @@ from typing import Any
 
 from ralph_context.models import ContextItem, RetrievedItem
 
-__all__ = ["KINDS", "Asked", "Served", "load", "save", "served"]
+__all__ = ["KINDS", "PROMPTS", "Asked", "Served", "load", "save", "served"]
 
-# The kinds of data, in the order the report lists them.
-KINDS = ("everyday", "paraphrase", "locomo", "longmemeval")
+# The kinds of data, in the order the report lists them: people's prompts, then a loop's own
+# state (Ralph's queries), which the prompt gate is not fitted on.
+KINDS = ("everyday", "paraphrase", "locomo", "longmemeval", "loop")
+PROMPTS = KINDS[:4]
 
 
 @dataclass(frozen=True)

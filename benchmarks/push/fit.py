@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmarks.push.asked import Asked
+from benchmarks.push.asked import PROMPTS, Asked
 from benchmarks.push.table import Figures, Mask, Table
 from ralph_context.config.retrieval import PushGate
 
@@ -122,10 +122,14 @@ class HeldOut:
 
 
 def cross_validate(
-    asked: Sequence[Asked], folds: int = FOLDS, weights: Sequence[float] = (LEXICAL_WEIGHT,)
+    asked: Sequence[Asked],
+    folds: int = FOLDS,
+    weights: Sequence[float] = (LEXICAL_WEIGHT,),
+    fitted: Sequence[str] = PROMPTS,
 ) -> HeldOut:
-    """Each fold graded with the constants chosen on the other folds (the lexical weight
-    among ``weights``)."""
+    """Each fold graded with the constants chosen on the other folds' prompts of the
+    ``fitted`` kinds (the lexical weight among ``weights``); the other kinds are graded
+    with them too (what that gate would do to a loop)."""
     table = Table(asked)
     fold = np.array(fold_of(asked, folds), dtype=np.int64)
     item_fold = fold[table.query]
@@ -133,7 +137,7 @@ def cross_validate(
     kept_text = np.zeros(len(table.query), dtype=np.bool_)
     choices = []
     for k in range(folds):
-        train = [one for one, f in zip(asked, fold, strict=True) if f != k]
+        train = [one for one, f in zip(asked, fold, strict=True) if f != k and one.kind in fitted]
         if not train or not (fold == k).any():
             continue
         gate = choose(Table(train), weights)

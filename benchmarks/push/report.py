@@ -45,7 +45,12 @@ HEADER = (
 def markdown(results: dict[str, Any]) -> str:
     """The held-out figures per kind beside the figures before the gate, the categories,
     the text tier, the constants, the trade-off and the machine's load."""
-    lines = ["Push gate, held out (folds by project, conversation, question):", "", HEADER]
+    lines = [
+        "Push gate, held out (folds by project, conversation, question, task; fitted on "
+        "people's prompts, the loop row graded with the same gate):",
+        "",
+        HEADER,
+    ]
     for kind, f in results["held_out"].items():
         lines.append(_row(f"**{kind}**", f))
         lines.append(_row(f"{kind}, before the gate", results["before_gate"][kind]))

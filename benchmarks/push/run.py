@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.push.asked import Asked, load
+from benchmarks.ab.run import DEFAULT_SUITE
+from benchmarks.ab.suite import Task, load_suite
+from benchmarks.push.asked import PROMPTS, Asked, load
 from benchmarks.push.collect import (
     ADVERSARIAL,
     collect_locomo,
@@ -35,6 +37,7 @@ from benchmarks.push.collect import (
 )
 from benchmarks.push.everyday import load_prompts
 from benchmarks.push.fit import WEIGHTS, choose, cross_validate
+from benchmarks.push.loops import collect_loops
 from benchmarks.push.replay import served_from_pools
 from benchmarks.push.table import Table
 from benchmarks.push.tradeoff import trade_off
@@ -55,7 +58,8 @@ Tick = Callable[[], None]
 class Plan:
     """What to ask: the project stores always (the first ``projects``); LoCoMo and
     LongMemEval (a file to fill stores from, or the pools a run saved) when given;
-    ``conversations`` and ``questions`` cap them."""
+    ``conversations`` and ``questions`` cap them; the first ``loops`` tasks of bench ab's
+    suite run as loops."""
 
     locomo: Path | None = None
     longmemeval: Path | None = None
@@ -63,6 +67,7 @@ class Plan:
     conversations: int | None = None
     questions: int | None = None
     projects: int | None = None
+    loops: int | None = None  # tasks of bench ab's default suite run (None: all; 0: none)
 
     def total(self) -> int:
         """How many prompts are asked (the pools' are replayed, not asked)."""
@@ -76,7 +81,11 @@ class Plan:
                 count += sum(1 for q in asked if q.evidence or q.category == ADVERSARIAL)
         if self.longmemeval is not None:
             count += len(load_questions(self.longmemeval)[: self.questions])
-        return count
+        return count + len(self.loop_tasks())
+
+    def loop_tasks(self) -> list[Task]:
+        """The A/B suite's tasks whose loops are run."""
+        return [] if self.loops == 0 else load_suite(DEFAULT_SUITE).tasks[: self.loops]
 
 
 async def evaluate(
@@ -106,6 +115,7 @@ async def evaluate(
             asked += await collect_longmemeval(
                 plan.longmemeval, model, root / "longmemeval", tick, questions=plan.questions
             )
+        asked += await collect_loops(plan.loop_tasks(), model, root / "loops", tick)
     if plan.longmemeval_pools is not None and plan.longmemeval is None:
         pools = pickle.loads(plan.longmemeval_pools.read_bytes())[: plan.questions]
         budget = AgentsSettings().prompt_budget_tokens
@@ -117,6 +127,7 @@ async def evaluate(
         "longmemeval": str(plan.longmemeval) if plan.longmemeval else None,
         "longmemeval_pools": str(plan.longmemeval_pools) if plan.longmemeval_pools else None,
         "projects": [s.project for s in stores],
+        "loop_tasks": [task.id for task in plan.loop_tasks()],
     }
     results["machine"] = {
         "cpus": os.cpu_count(),
@@ -133,7 +144,7 @@ def fit_report(asked: list[Asked]) -> dict[str, Any]:
     held = cross_validate(asked)
     free = cross_validate(asked, weights=WEIGHTS)
     table = Table(asked)
-    shipped = Settings.load(None).push_gate()
+    shipped = Settings.load(None).push_gate()  # a person's prompt's (loops: none)
 
     def graded(gate: PushGate | None) -> dict[str, Any]:
         return {kind: f.as_dict() for kind, f in table.by_kind(table.keep(gate)).items()}
@@ -149,11 +160,11 @@ def fit_report(asked: list[Asked]) -> dict[str, Any]:
         "fold_choices": [gate.model_dump() for gate in held.choices],
         "held_out_free_weight": {kind: f.as_dict() for kind, f in free.kinds.items()},
         "free_weight_fold_choices": [gate.model_dump() for gate in free.choices],
-        "chosen": choose(table).model_dump(),
+        "chosen": choose(Table([one for one in asked if one.kind in PROMPTS])).model_dump(),
         "shipped": shipped.model_dump() if shipped is not None else None,
         "shipped_in_sample": graded(shipped) if shipped is not None else {},
         "before_gate": graded(None),
-        "trade_off": trade_off(asked),
+        "trade_off": trade_off([one for one in asked if one.kind in PROMPTS]),
     }
 
 

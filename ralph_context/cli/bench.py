@@ -36,8 +36,7 @@ class AbAgent(StrEnum):
 
 
 bench_app = App(
-    help="Benchmarks: A/B loops with memory, LoCoMo retrieval recall, the push gate, latency, "
-    "the console."
+    help="Benchmarks: A/B loops with memory, LoCoMo retrieval recall, latency, the console."
 )
 bench_app.command("push")(push)
 

@@ -56,11 +56,18 @@ def push(
         int | None,
         typer.Option(min=1, help="Only the first N project stores (paraphrase and everyday)."),
     ] = None,
+    loops: Annotated[
+        int | None,
+        typer.Option(
+            min=0, help="Only the first N tasks of bench ab's suite run as loops (0: none)."
+        ),
+    ] = None,
     log_level: LogOption = None,
 ) -> None:
     """Held-out push precision, recall and silence on no-answer prompts, per kind of data
-    (everyday coding prompts, the paraphrase set, LoCoMo, LongMemEval), beside what a push
-    carried before the gate; the constants fitted on all."""
+    (everyday coding prompts, the paraphrase set, LoCoMo, LongMemEval; and Ralph's loops,
+    which the prompt gate is not fitted on), beside what a push carried before the gate;
+    the constants fitted on all."""
     start_logging(log_level)
     try:
         from benchmarks.push.report import markdown, write_outputs
@@ -78,6 +85,7 @@ def push(
         conversations=conversations,
         questions=questions,
         projects=projects,
+        loops=loops,
     )
     with progress_bar("prompts") as start:
         try:

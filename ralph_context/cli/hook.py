@@ -97,7 +97,7 @@ def _run(raw: bytes, deadline: float, config: Path | None, log_level: str | None
                     payload,
                     memory,
                     max_items=settings.retrieval.max_items_per_query,
-                    gate=settings.push_gate(),
+                    gate=settings.push_gate("loop"),
                 )
         _say(
             f"{payload.phase_event} iteration {payload.iteration.current}: "

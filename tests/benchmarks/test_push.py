@@ -8,6 +8,7 @@ import itertools
 import json
 import random
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -113,9 +114,9 @@ def test_each_fold_is_graded_with_constants_chosen_without_it(
     seen: list[set[str]] = []
     choose = fit.choose
 
-    def spy(table: Table) -> PushGate:
+    def spy(table: Table, weights: Sequence[float]) -> PushGate:
         seen.append({one.group for one in table.asked})
-        return choose(table)
+        return choose(table, weights)
 
     monkeypatch.setattr(fit, "choose", spy)
     held = fit.cross_validate(asked)
@@ -213,6 +214,8 @@ def test_bench_push_writes_its_files_with_held_out_figures_per_kind(tmp_path: Pa
         str(HERE / "tiny_longmemeval.json"),
         "--projects",
         "1",
+        "--loops",
+        "1",
         "--out",
         str(out),
     )
@@ -229,7 +232,11 @@ def test_bench_push_writes_its_files_with_held_out_figures_per_kind(tmp_path: Pa
         "paraphrase": len(STORES[0].queries),
         "locomo": 5,  # four answerable, the adversarial one with no answer
         "longmemeval": 3,
+        "loop": results["prompts"]["loop"],  # one A/B task's iterations
     }
+    assert results["prompts"]["loop"] >= 1 and results["sources"]["loop_tasks"] == [
+        "sfc-exporter-systemd-unit"
+    ]
     assert results["held_out"]["longmemeval"]["no_answer"] == 1  # q_pet_abs
     assert results["held_out"]["locomo"]["no_answer"] == 1
     for kind in ("held_out", "before_gate", "held_out_text_tier", "held_out_free_weight"):

@@ -121,12 +121,7 @@ def test_model_directory_removed_serves_full_text_search_then_backfills(
     installed = Settings.load(None).embeddings.resolved_model_path()
     model_dir = tmp_path / "model"
     shutil.copytree(installed, model_dir)
-    # The push gate off: this is the ladder's test. (On the text tier the gate asks BM25's
-    # evidence alone to reach retrieval.push_gate's min_lexical, which a loop's long query
-    # rarely lets an item that shares a few of its words do.)
-    settings = make_settings(
-        embeddings={"model_path": str(model_dir)}, retrieval={"push_gate": "off"}
-    )
+    settings = make_settings(embeddings={"model_path": str(model_dir)})
     shutil.rmtree(model_dir)
     orchestrator, adapter = make_orchestrator(ralph_workdir, TASK, SCRIPT, iterations=4)
     engine = Engine(settings)

@@ -1,6 +1,8 @@
-"""Ralph v2's memories.md carries only what passes the push gate: an objective no note
-answers leaves the file without managed entries (the hook's report counts what the gate
-held back); a related objective gets its note; with no gate, what the search returns."""
+"""Ralph v2's memories.md carries what passes the loop's push gate when one is set: an
+objective no note answers leaves the file without managed entries (the hook's report counts
+what the gate held back), a related objective gets its note. The default model sets none
+(a loop's own state is not a person's prompt: ``config.retrieval.PUSH_GATES``): the file
+gets what the search returns, as before."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from tests.ralph_v2.test_hook_loop import payload
 
 pytestmark = pytest.mark.model
 
+# The prompt's gate, set for loops too (``retrieval.loop_push_gate``).
 GATE = Settings.load(None).push_gate()
 UNANSWERED = "# Objective\nTranslate the error messages in the API responses into Spanish.\n"
 BROKER = (
@@ -41,7 +44,7 @@ def _managed(workspace: Path) -> list[str]:
     return [m.content for m in parse(text) if MANAGED_TAG in m.tags]
 
 
-async def test_memories_md_gets_nothing_for_an_unanswered_objective_and_the_note_for_a_related(
+async def test_with_a_loop_gate_memories_md_gets_nothing_unanswered_and_a_related_note(
     tmp_path: Path, make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
     workspace = tmp_path / "repo"
@@ -65,5 +68,6 @@ async def test_memories_md_gets_nothing_for_an_unanswered_objective_and_the_note
         assert found.items and gated == len(found.items)
         await start(2, BROKER)
         assert any(ANSWER in entry for entry in _managed(workspace))
-        await start(3, UNANSWERED, gate=None)  # no gate: what the search returns, as before
+        # The default model's loop gate is none: what the search returns, as before.
+        await start(3, UNANSWERED, gate=Settings.load(None).push_gate("loop"))
         assert len(_managed(workspace)) == len(found.items)

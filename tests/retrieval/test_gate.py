@@ -65,12 +65,23 @@ def test_without_a_gate_every_item_is_pushed() -> None:
 def test_auto_is_the_embedding_models_own_gate_and_off_is_none() -> None:
     settings = Settings.load(None)
     assert settings.retrieval.push_gate == "auto"
-    assert settings.push_gate() == PUSH_GATES["all-MiniLM-L6-v2"]
+    assert settings.push_gate() == PUSH_GATES["all-MiniLM-L6-v2"].prompt
+    assert settings.push_gate() is not None
     assert settings.with_overrides(retrieval={"push_gate": "off"}).push_gate() is None
     # A model with no fitted constants: its cosine scale is unknown, so no gate.
     assert settings.with_overrides(embeddings={"model": "all-mpnet-base-v2"}).push_gate() is None
     own = {"min_evidence": 0.5, "lexical_weight": 0.0, "min_lexical": 0.7}
     assert settings.with_overrides(retrieval={"push_gate": own}).push_gate() == PushGate(**own)
+
+
+def test_a_loops_own_state_is_not_gated_for_this_model_unless_set() -> None:
+    # bench ab: with the prompt's gate the facts a loop's step needs were held back.
+    settings = Settings.load(None)
+    assert settings.push_gate("loop") is None
+    own = {"min_evidence": 0.5, "lexical_weight": 0.0, "min_lexical": 0.7}
+    looped = settings.with_overrides(retrieval={"loop_push_gate": own})
+    assert looped.push_gate("loop") == PushGate(**own)
+    assert looped.push_gate() == settings.push_gate()  # the prompt's stays its own
 
 
 def test_a_gate_set_wrong_in_the_settings_is_refused_with_its_key() -> None:

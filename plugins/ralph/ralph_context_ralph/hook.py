@@ -5,10 +5,11 @@ Ralph 1.2 has no plugin API, so the hook wraps two instance attributes and resto
 
 - ``orchestrator.context_manager.get_prompt`` — called at the start of each iteration. The
   wrapped version appends ``## Relevant Context from Previous Iterations`` with the items the
-  engine finds for the task and the latest outcome that pass the push gate
-  (``retrieval.push_gate``), within ``retrieval.max_context_tokens``, checked against the
-  code first (``codebase``: an item about files deleted since is left out, one about files
-  changed since is marked and placed last).
+  engine finds for the task and the latest outcome that pass the loop's push gate
+  (``retrieval.loop_push_gate``; none for the default model), within
+  ``retrieval.max_context_tokens``, checked against the code first (``codebase``: an item
+  about files deleted since is left out, one about files changed since is marked and placed
+  last).
 - ``aexecute`` of every adapter (``orchestrator.adapters`` and ``current_adapter``) — after
   each call, the result is stored: the iteration result (its error also becomes an ``error``
   item) and the output as an ``output`` item.
@@ -139,8 +140,8 @@ class Handle:
             reason: str | None = str(exc)
         else:
             if served.tier is not Tier.NONE:
-                # Unasked: only what passes the push gate (a query nothing answers: none).
-                kept = pushed(served.items, self.settings.push_gate())
+                # Unasked: only what passes the loop's push gate (none by default).
+                kept = pushed(served.items, self.settings.push_gate("loop"))
                 served = Served(tuple(kept), served.tier, served.reason)
                 if served.items:
                     self.cache.put(key, served.items, served.tier, iteration)

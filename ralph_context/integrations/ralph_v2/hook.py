@@ -9,10 +9,10 @@ Ralph builds the prompt):
 2. bring the agent's own memories (``ralph tools memory add``) into the store, one item
    each under a key made of its id and text, and forget those Ralph no longer has;
 3. search for what the next iteration is about (``workspace.query``) and write the best
-   items that pass the push gate (``retrieval.push_gate``: none when nothing answers the
-   query) into ``memories.md`` as our managed entries, within ``memories.budget``, checked
-   against the workspace's code first (``codebase``: an item about files deleted since is
-   not written, one about files changed since is marked and placed last).
+   items that pass the loop's push gate (``retrieval.loop_push_gate``; none for the
+   default model) into ``memories.md`` as our managed entries, within ``memories.budget``,
+   checked against the workspace's code first (``codebase``: an item about files deleted
+   since is not written, one about files changed since is marked and placed last).
 
 ``post.loop.complete`` and ``post.loop.error`` record the last iteration with the reason
 the loop ended. Other events need nothing. What the hook has seen (events read, tasks,
@@ -35,8 +35,7 @@ import yaml
 from ralph_context._logging import get_logger
 from ralph_context.atomic import write_text_atomically
 from ralph_context.codebase import Repository, for_push
-from ralph_context.config import EmbeddingsSettings
-from ralph_context.config.retrieval import PUSH_GATES, PushGate
+from ralph_context.config.retrieval import PushGate
 from ralph_context.errors import IdempotencyConflict
 from ralph_context.integrations.ralph_v2 import memories
 from ralph_context.integrations.ralph_v2.client import Memory, ReadOnly
@@ -61,8 +60,6 @@ _KINDS = {
 }
 _FAILED = ("fail", "error", "blocked")
 _ENTRY_CHARS = 600
-# The default model's gate, for callers that do not pass the settings' (tests, scripts).
-DEFAULT_GATE = PUSH_GATES.get(EmbeddingsSettings().model)
 _SUMMARY_CHARS = 4_000
 
 
@@ -119,11 +116,11 @@ async def handle(
     memory: Memory,
     *,
     max_items: int,
-    gate: PushGate | None = DEFAULT_GATE,
+    gate: PushGate | None = None,
 ) -> Report:
     """Do what ``payload``'s event asks for; see the module's docstring. ``gate`` is what
-    an item must pass to be written into memories.md (``Settings.push_gate()``; ``None``:
-    every item the search returns)."""
+    an item must pass to be written into memories.md (``Settings.push_gate("loop")``, which
+    is none for the default model; ``None``: every item the search returns)."""
     space = Workspace(Path(payload.loop.workspace))
     state = LoopState.load(space.root, payload.loop.id)
     report = Report()
