@@ -19,6 +19,7 @@ import anyio
 import typer
 
 from ralph_context.cli.base import App, LogOption
+from ralph_context.cli.bench_push import push
 from ralph_context.cli.bench_report import LOCOMO_HINT, NO_BENCHMARKS, NO_BM25, progress_bar, report
 from ralph_context.cli.output import err, fail, start_logging
 from ralph_context.errors import RalphContextError
@@ -37,6 +38,7 @@ class AbAgent(StrEnum):
 bench_app = App(
     help="Benchmarks: A/B loops with memory, LoCoMo retrieval recall, latency, the console."
 )
+bench_app.command("push")(push)
 
 
 @bench_app.command("retrieval")

@@ -94,12 +94,15 @@ def _run(raw: bytes, deadline: float, config: Path | None, log_level: str | None
         with anyio.fail_after(deadline):
             async with open_memory(settings) as memory:
                 report = await handle(
-                    payload, memory, max_items=settings.retrieval.max_items_per_query
+                    payload,
+                    memory,
+                    max_items=settings.retrieval.max_items_per_query,
+                    gate=settings.push_gate("loop"),
                 )
         _say(
             f"{payload.phase_event} iteration {payload.iteration.current}: "
             f"recorded {report.recorded}, synced {report.synced}, forgot {report.forgotten}, "
-            f"injected {report.injected}"
+            f"injected {report.injected} ({report.gated} under the push gate)"
             + (f" ({'; '.join(report.skipped)})" if report.skipped else "")
         )
 

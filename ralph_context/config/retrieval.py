@@ -2,12 +2,56 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from ralph_context.config.section import Section
 from ralph_context.models import ContextType
 
-__all__ = ["RetrievalSettings", "ScoringSettings"]
+__all__ = ["PUSH_GATES", "Face", "PushGate", "PushGates", "RetrievalSettings", "ScoringSettings"]
+
+
+class PushGate(Section):
+    """What an item must show to be pushed into a prompt nobody asked memory about
+    (``retrieval/gate.py``): ``cosine + lexical_weight · lexical >= min_evidence``, or on the
+    text tier (no cosine) ``lexical >= min_lexical``; ``lexical`` is BM25's evidence."""
+
+    min_evidence: float = Field(ge=-1.0, le=3.0, allow_inf_nan=False)
+    lexical_weight: float = Field(ge=0.0, le=2.0, allow_inf_nan=False)
+    min_lexical: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+
+
+class PushGates(Section):
+    """One embedding model's gates, per kind of push (``None``: that push is not gated)."""
+
+    # A person's prompt: the agents' UserPromptSubmit hook.
+    prompt: PushGate | None = None
+    # A loop's own state (its task, step and last output): Ralph 1.x's section, Ralph v2's
+    # memories.md.
+    loop: PushGate | None = None
+
+
+# What a push is: a person's prompt, or a loop's own state.
+Face = Literal["prompt", "loop"]
+
+# One gate per embedding model (embeddings.model): a cosine's scale is the model's own, so a
+# model's constants are fitted on its own vectors (`ralph-context bench push` with that
+# model configured prints the choice, held out by project, conversation and question;
+# docs/benchmarks.md#the-push-gate). A model not listed here has no gate: its pushes carry
+# what passes the pull threshold, as before the gate, until its line is added.
+# all-MiniLM-L6-v2 gates no loop: a loop's query is its task and last output, and the
+# facts a step needs sit at the evidence of noise there; with the prompt's gate, bench ab's
+# loops saved 0-11% of iterations against 20-32% ungated (2 runs per task, the same hour).
+PUSH_GATES: Mapping[str, PushGates] = MappingProxyType(
+    {
+        "all-MiniLM-L6-v2": PushGates(
+            prompt=PushGate(min_evidence=0.6, lexical_weight=0.25, min_lexical=0.5)
+        ),
+    }
+)
 
 
 class RetrievalSettings(Section):
@@ -37,6 +81,13 @@ class RetrievalSettings(Section):
     # are searched too: an old item that is the strong match stays findable after the
     # lifecycle moved it out of the hot table. 1.0: always; below the gate: never.
     archive_search_below: float = Field(default=0.5, ge=-1.0, le=1.0, allow_inf_nan=False)
+    # What a push carries besides the threshold above: "auto", the items that pass the
+    # embedding model's own gate (PUSH_GATES; a prompt nothing answers gets nothing); "off",
+    # all of them; or a gate's constants. push_gate: a person's prompt (the agents' prompt
+    # hook); loop_push_gate: a loop's own state (Ralph 1.x's section, Ralph v2's
+    # memories.md; all-MiniLM-L6-v2 has no loop gate). Pulls (tools, search) are not gated.
+    push_gate: Literal["auto", "off"] | PushGate = "auto"
+    loop_push_gate: Literal["auto", "off"] | PushGate = "auto"
 
 
 class ScoringSettings(Section):

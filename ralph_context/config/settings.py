@@ -30,7 +30,13 @@ from ralph_context.config.packs import PacksSettings, mapping_form
 from ralph_context.config.presets import PRESETS, Preset
 from ralph_context.config.prompts import PromptSpec
 from ralph_context.config.redaction import RedactionSettings
-from ralph_context.config.retrieval import RetrievalSettings, ScoringSettings
+from ralph_context.config.retrieval import (
+    PUSH_GATES,
+    Face,
+    PushGate,
+    RetrievalSettings,
+    ScoringSettings,
+)
 from ralph_context.config.section import definition_error, xdg
 from ralph_context.config.server import ServerSettings
 from ralph_context.config.skillbook import SkillbookSettings
@@ -215,6 +221,17 @@ class Settings(BaseSettings):
             # A store on object storage: the skillbook stays a file of this project.
             return self._root / path.with_stem(f"{path.stem}-{self.storage.namespace}")
         return path if path.is_absolute() else self._root / path
+
+    def push_gate(self, face: Face = "prompt") -> PushGate | None:
+        """The gate a push of ``face`` passes (``retrieval.push_gate`` for a person's
+        prompt, ``retrieval.loop_push_gate`` for a loop's own state): ``auto`` is the
+        embedding model's own (``PUSH_GATES``), ``None`` when it has none or it is ``off``."""
+        retrieval = self.retrieval
+        chosen = retrieval.push_gate if face == "prompt" else retrieval.loop_push_gate
+        if chosen == "auto":
+            gates = PUSH_GATES.get(self.embeddings.model)
+            return None if gates is None else getattr(gates, face)
+        return None if chosen == "off" else chosen
 
     def with_overrides(self, **sections: Mapping[str, object] | Sequence[str]) -> Settings:
         """A copy with some section keys replaced, validated like a file would be

@@ -148,8 +148,16 @@ async def test_no_filler_no_repeat_within_a_session_and_again_after_a_compaction
 
 
 async def test_the_brief_and_the_prompt_context_stay_within_their_budgets(
-    engine: Engine, project: Path
+    make_settings: SettingsFactory, shared_model: Loader, project: Path
 ) -> None:
+    # The push gate off: every note matches the prompt alike (cosine ~0.36, words shared by
+    # all), and the budgets must hold whatever a push is offered.
+    settings = make_settings(retrieval={"push_gate": "off"})
+    async with Engine(settings, model_loader=shared_model) as engine:
+        await _within_budgets(engine, project)
+
+
+async def _within_budgets(engine: Engine, project: Path) -> None:
     texts = [
         f"Deploy note {n}: the staging deploy of service {n} needs the VPN and "
         f"`make deploy-{n}`; it failed once because the token in vault path svc/{n} expired."

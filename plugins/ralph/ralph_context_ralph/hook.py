@@ -5,9 +5,11 @@ Ralph 1.2 has no plugin API, so the hook wraps two instance attributes and resto
 
 - ``orchestrator.context_manager.get_prompt`` — called at the start of each iteration. The
   wrapped version appends ``## Relevant Context from Previous Iterations`` with the items the
-  engine finds for the task and the latest outcome, within ``retrieval.max_context_tokens``,
-  checked against the code first (``codebase``: an item about files deleted since is left
-  out, one about files changed since is marked and placed last).
+  engine finds for the task and the latest outcome that pass the loop's push gate
+  (``retrieval.loop_push_gate``; none for the default model), within
+  ``retrieval.max_context_tokens``, checked against the code first (``codebase``: an item
+  about files deleted since is left out, one about files changed since is marked and placed
+  last).
 - ``aexecute`` of every adapter (``orchestrator.adapters`` and ``current_adapter``) — after
   each call, the result is stored: the iteration result (its error also becomes an ``error``
   item) and the output as an ``output`` item.
@@ -35,6 +37,7 @@ from ralph_context.codebase import Repository, for_push
 from ralph_context.config.owner_token import client_token
 from ralph_context.models import IterationResult, Tier
 from ralph_context.rendering import context_section
+from ralph_context.retrieval.gate import pushed
 from ralph_context.storage import writer_lock
 from ralph_context.validation import check_context_types
 from ralph_context_ralph.bridge import Bridge
@@ -137,6 +140,9 @@ class Handle:
             reason: str | None = str(exc)
         else:
             if served.tier is not Tier.NONE:
+                # Unasked: only what passes the loop's push gate (none by default).
+                kept = pushed(served.items, self.settings.push_gate("loop"))
+                served = Served(tuple(kept), served.tier, served.reason)
                 if served.items:
                     self.cache.put(key, served.items, served.tier, iteration)
                 return self._note(iteration, served)

@@ -9,9 +9,10 @@ Ralph builds the prompt):
 2. bring the agent's own memories (``ralph tools memory add``) into the store, one item
    each under a key made of its id and text, and forget those Ralph no longer has;
 3. search for what the next iteration is about (``workspace.query``) and write the best
-   items into ``memories.md`` as our managed entries, within ``memories.budget``, checked
-   against the workspace's code first (``codebase``: an item about files deleted since is
-   not written, one about files changed since is marked and placed last).
+   items that pass the loop's push gate (``retrieval.loop_push_gate``; none for the
+   default model) into ``memories.md`` as our managed entries, within ``memories.budget``,
+   checked against the workspace's code first (``codebase``: an item about files deleted
+   since is not written, one about files changed since is marked and placed last).
 
 ``post.loop.complete`` and ``post.loop.error`` record the last iteration with the reason
 the loop ended. Other events need nothing. What the hook has seen (events read, tasks,
@@ -34,6 +35,7 @@ import yaml
 from ralph_context._logging import get_logger
 from ralph_context.atomic import write_text_atomically
 from ralph_context.codebase import Repository, for_push
+from ralph_context.config.retrieval import PushGate
 from ralph_context.errors import IdempotencyConflict
 from ralph_context.integrations.ralph_v2 import memories
 from ralph_context.integrations.ralph_v2.client import Memory, ReadOnly
@@ -41,6 +43,7 @@ from ralph_context.integrations.ralph_v2.payload import WORK_EVENTS, HookPayload
 from ralph_context.integrations.ralph_v2.workspace import Event, Workspace
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
 from ralph_context.rendering import Note, memory_entry
+from ralph_context.retrieval.gate import pushed
 from ralph_context.validation import MAX_SOURCE_CHARS
 
 __all__ = ["MEMORY_TAG", "LoopState", "Report", "handle", "loop_thread"]
@@ -96,6 +99,7 @@ class Report:
     synced: int = 0
     forgotten: int = 0
     injected: int = 0
+    gated: int = 0  # items the search returned that the push gate held back
     skipped: list[str] = field(default_factory=list)
     # The summary item of the iteration this call recorded: the agent's scratchpad still
     # shows it, and the query (built from that scratchpad) matches it best of all.
@@ -107,8 +111,16 @@ def needs_memory(payload: HookPayload) -> bool:
     return payload.event in WORK_EVENTS
 
 
-async def handle(payload: HookPayload, memory: Memory, *, max_items: int) -> Report:
-    """Do what ``payload``'s event asks for; see the module's docstring."""
+async def handle(
+    payload: HookPayload,
+    memory: Memory,
+    *,
+    max_items: int,
+    gate: PushGate | None = None,
+) -> Report:
+    """Do what ``payload``'s event asks for; see the module's docstring. ``gate`` is what
+    an item must pass to be written into memories.md (``Settings.push_gate("loop")``, which
+    is none for the default model; ``None``: every item the search returns)."""
     space = Workspace(Path(payload.loop.workspace))
     state = LoopState.load(space.root, payload.loop.id)
     report = Report()
@@ -127,7 +139,7 @@ async def handle(payload: HookPayload, memory: Memory, *, max_items: int) -> Rep
     except ReadOnly as exc:  # retrieval still works; what was not stored is stored later
         report.skipped.append(f"nothing stored: {exc}")
     if event == "iteration.start":
-        await _inject(space, memory, max_items, report)
+        await _inject(space, memory, max_items, gate, report)
     state.save(space.root)
     return report
 
@@ -286,7 +298,9 @@ async def _sync(space: Workspace, state: LoopState, memory: Memory, report: Repo
     state.synced = seen
 
 
-async def _inject(space: Workspace, memory: Memory, max_items: int, report: Report) -> None:
+async def _inject(
+    space: Workspace, memory: Memory, max_items: int, gate: PushGate | None, report: Report
+) -> None:
     settings = _memory_settings(space.root)
     if not settings["enabled"]:
         report.skipped.append("memories are off in ralph.yml (memories.enabled)")
@@ -296,9 +310,11 @@ async def _inject(space: Workspace, memory: Memory, max_items: int, report: Repo
         report.skipped.append("nothing to search for yet (no tasks, notes or PROMPT.md)")
         return
     found = await memory.search(query, min(max_items + 1, 50))  # one may be just_recorded
+    relevant = pushed(found, gate)  # unasked: nothing when nothing answers the query
+    report.gated = len(found) - len(relevant)
     fresh = [
         hit
-        for hit in found
+        for hit in relevant
         if MEMORY_TAG not in hit.item.tags and hit.item.id != report.just_recorded
     ]
     judged = for_push(fresh, Repository.find(space.root))

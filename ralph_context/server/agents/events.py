@@ -3,9 +3,10 @@
 - ``SessionStart``: a brief (the open task, recent errors nothing has fixed yet, the
   latest fixes, the most useful skills) within ``agents.session_budget_tokens``, of items
   with evidence behind them only (``evidence``): no client can write a standing injection.
-- ``UserPromptSubmit``: retrieval for the prompt within ``agents.prompt_budget_tokens``
-  and the engine's own threshold: nothing when nothing passes (no filler), and no item
-  twice in a session unless it changed.
+- ``UserPromptSubmit``: retrieval for the prompt within ``agents.prompt_budget_tokens``,
+  the items that pass the push gate (``retrieval/gate.py``): nothing when nothing passes (no
+  filler; a prompt no note answers gets nothing), and no item twice in a session unless it
+  changed.
 - ``PostToolUseFailure`` (and a Codex ``PostToolUse`` whose command failed): the failure
   is stored as an ``error``, and the answer says how the same or a similar failure was
   fixed before, when memory knows.
@@ -45,6 +46,7 @@ from ralph_context.config.agents import AgentsSettings
 from ralph_context.engine import Engine
 from ralph_context.models import ContextItem, IterationResult, JsonValue
 from ralph_context.rendering import Section, pushed
+from ralph_context.retrieval import gate
 from ralph_context.server.agents.capture import edit_of, failure_of, provenance, ran_of, trim
 from ralph_context.server.agents.evidence import has_evidence, own_record
 from ralph_context.server.agents.fixes import FIX_TAG, Fixes, without_superseded
@@ -164,8 +166,10 @@ class AgentEvents:
         if not prompt:
             return "", "none: empty prompt"
         found = await self.engine.search(prompt, max_tokens=self.settings.prompt_budget_tokens)
+        # Unasked: only what passes the push gate (nothing, for a prompt nothing answers).
+        relevant = gate.pushed(found.items, self.engine.settings.push_gate())
         judged = for_push(
-            await self.fixes.with_fixes([h.item for h in found.items]),
+            await self.fixes.with_fixes([h.item for h in relevant]),
             self.code.at(payload.get("cwd")),
         )
         fresh = [item for item in judged.items if session.fresh(item.id, item.content)]
@@ -176,9 +180,11 @@ class AgentEvents:
         )
         _mark(session, shown)
         repeated = len(judged.items) - len(fresh)
+        held = len(found.items) - len(relevant)
         return text, (
-            f"prompt: {len(shown)} items ({repeated} given before, {len(judged.marks)} marked "
-            f"stale, {judged.withheld} about deleted code, tier {found.tier})"
+            f"prompt: {len(shown)} items ({repeated} given before, {held} under the push gate, "
+            f"{len(judged.marks)} marked stale, {judged.withheld} about deleted code, "
+            f"tier {found.tier})"
         )
 
     async def _tool_failed(
