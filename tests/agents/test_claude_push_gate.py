@@ -17,6 +17,7 @@ from ralph_context.server.agents.project import agent_folder
 from tests.agents.conftest import wait_for_note
 from tests.agents.test_claude_sessions import (
     _ours,
+    ask_until,
     claude_project,
     last_message,
     session,
@@ -48,6 +49,7 @@ def test_a_prompt_no_note_answers_reaches_the_model_bare_and_a_related_one_with_
     anyio.run(_remember, agent_folder(project) / "context", shared_model)
     session(project, "Hello.", ["Hi."])  # its first hook starts the project's server
     wait_for_note(project)
+    ask_until(project, "")  # one prompt through the route: the server's first search is done
     bare, turns = session(project, EVERYDAY, ["Renamed."])
     request = turns[0]["messages"][-1]
     assert EVERYDAY in last_message(turns[0])

@@ -90,7 +90,9 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def engine(make_settings: SettingsFactory, shared_model: Loader) -> AsyncIterator[Engine]:
-    async with Engine(make_settings(), model_loader=shared_model) as opened:
+    # The push gate off: these are the frame's tests, over as many pushed items as possible.
+    settings = make_settings(retrieval={"push_gate": "off"})
+    async with Engine(settings, model_loader=shared_model) as opened:
         yield opened
 
 
