@@ -2,18 +2,16 @@
 
 In one run, beside the same store on local disk:
 
-- ``search``: ``Engine.search`` p50/p99 on a store of ``--items`` (real LoCoMo turns, the
-  rest through the bulk path as in ``bench latency``), on local disk, then the same files on
-  object storage; each right after opening (*cold* on object storage: indexes and rows
-  still remote) and the same questions again (*warm*: the replica's caches filled);
+- ``search``: ``Engine.search`` p50/p99 on a store of ``--items`` (LoCoMo turns, the rest
+  bulk-loaded as in ``bench latency``), on local disk, then on object storage; right after
+  opening (*cold*: indexes and rows still remote) and again (*warm*: caches filled);
 - ``writes``: ``store_context`` through 1, 2 and 4 replicas (``serve --transport http``
   processes over one store), two clients each: items/s in all, and what a reader then finds:
   acknowledged items lost, contents stored twice;
 - ``visibility``: a write acknowledged by one replica until a search on another returns it.
 
-Without ``--store``, the object store is a local S3 endpoint the run starts (moto's server:
-a Python process on the same two cores, far slower per request than S3 itself; see the
-README for what that means for the figures).
+Without ``--store``, the object store is a local S3 endpoint the run starts (moto's server,
+on the same two cores, far slower per request than S3; the README says what that means).
 """
 
 from __future__ import annotations
@@ -99,8 +97,7 @@ async def search_phase(
     picks = rng.choice(len(corpus.questions), size=min(q, len(corpus.questions)), replace=False)
     questions = [corpus.questions[int(p)] for p in picks]
     local = await two_passes(settings, embedder, questions)
-    started = time.perf_counter()
-    files = await anyio.to_thread.run_sync(upload, folder, remote)
+    started, files = time.perf_counter(), await anyio.to_thread.run_sync(upload, folder, remote)
     uploaded_s = time.perf_counter() - started
     shared = Settings.load(None).with_overrides(storage=on(remote), lifecycle={"auto_run": False})
     remote_passes = await two_passes(shared, embedder, questions)
@@ -172,10 +169,9 @@ async def writes_phase(
         assert result.structured_content is not None
         acknowledged[str(result.structured_content["id"])] = text
 
-    token = owner_token_of(config)  # the replicas share the project's owner token
-
     async def client(url: str, name: str) -> None:
-        async with connect(url, token) as session:
+        # The replicas share the project's owner token.
+        async with connect(url, owner_token_of(config)) as session:
             for n in range(WARM_UP):
                 await write(session, f"{name} warmed up {n}: the build cache", f"{name}-w{n}")
             waiting[0] -= 1

@@ -1,8 +1,7 @@
 """``ralph-context bench``: the benchmark harnesses, run from a source checkout.
 
-The harnesses live in the repository's ``benchmarks/`` package (not in the wheel: they carry
-task suites and plots, not product code), so these commands import it lazily and say how to
-get it when it is missing.
+The harnesses live in the repository's ``benchmarks/`` package (not in the wheel: task
+suites and plots, not product code): imported lazily, with a word on getting it if missing.
 """
 
 from __future__ import annotations
@@ -35,9 +34,7 @@ class AbAgent(StrEnum):
     OPENAI = "openai"
 
 
-bench_app = App(
-    help="Benchmarks: A/B loops with memory, LoCoMo retrieval recall, latency, the console."
-)
+bench_app = App(help="Benchmarks: A/B loops, retrieval recall, pushes, latency, the console.")
 bench_app.command("push")(push)
 
 
