@@ -25,6 +25,7 @@ from ralph_context.actors.embedding import EmbeddingActor
 from ralph_context.actors.inference import InferenceActor
 from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import MAX_CANDIDATES, MAX_ITEMS, MAX_QUERY_CHARS, NewItem, check_query
+from ralph_context.codebase import Worktrees
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
 from ralph_context.engine.health import EngineHealth
@@ -85,11 +86,12 @@ class Engine:
         self._wiring = EngineWiring(settings, model_loader=model_loader, read_only=read_only)
         self._items = Items(self._wiring)
         self._loop = IterationLoop(self._wiring)
-        # The wiring's: the configuration, what it observed, the redactor every text passes.
+        # The wiring's: settings, observations, redactor, the code items are tied to.
         self.settings: Settings = self._wiring.settings
         self.read_only = read_only
         self.observed: Observations = self._wiring.observed
         self.redactor: Redactor = self._wiring.redactor
+        self.codebase: Worktrees = self._wiring.codebase
 
     async def __aenter__(self) -> Self:
         await self._wiring.start()

@@ -21,7 +21,7 @@ from pydantic import AfterValidator, BaseModel, Field
 
 from ralph_context import __version__
 from ralph_context.arguments import MAX_ITEMS, MAX_QUERY_CHARS, MAX_TOKENS, MIN_SCORE_HELP, NewItem
-from ralph_context.codebase import Repository, marks
+from ralph_context.codebase import marks
 from ralph_context.errors import RalphContextError
 from ralph_context.lifecycle.forgetting import MAX_FORGET_IDS, MAX_FORGET_ITERATIONS
 from ralph_context.metadata_filter import MAX_CONDITIONS, MetadataCondition
@@ -124,7 +124,6 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
     """Register the nine core context tools on ``server``."""
     settings = holder.settings
     retrieval = settings.retrieval
-    code = Repository.find(settings.project_root)  # what an answer's items are checked against
 
     @server.tool(annotations=READ)
     async def get_relevant_context(
@@ -176,7 +175,7 @@ def register_tools(server: MCPServer, holder: EngineHolder) -> None:
         # The text a model reads is the items (the renderer's tool_text), each marked when
         # the code it names changed since; the breakdown and the stats stay in the
         # structured content for clients that read it.
-        found = marks(result.items, code)
+        found = marks(result.items, holder.get().codebase.home)
         text = tool_text(result.items, result.tier.value, result.degraded_reason, found)
         return CallToolResult(
             content=[TextContent(type="text", text=text)],

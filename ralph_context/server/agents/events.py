@@ -41,7 +41,7 @@ from anyio.abc import TaskGroup
 
 from ralph_context import origin
 from ralph_context._logging import get_logger
-from ralph_context.codebase import Repository, Worktrees, for_push
+from ralph_context.codebase import for_push
 from ralph_context.config.agents import AgentsSettings
 from ralph_context.engine import Engine
 from ralph_context.models import ContextItem, IterationResult, JsonValue
@@ -85,8 +85,9 @@ class AgentEvents:
         self._turns = anyio.Lock()
         self.fixes = Fixes(engine, self._store)
         # What pushed items are checked against: the checkout the agent works in, among
-        # the worktrees of the engine's repository (the project's).
-        self.code = Worktrees(Repository.find(engine.settings.project_root))
+        # the worktrees of the engine's repository (the project's), whose files its stores
+        # were tied to.
+        self.code = engine.codebase
         self._handlers: dict[str, Handler] = {
             "SessionStart": self._session_start,
             "UserPromptSubmit": self._prompt,
