@@ -7,7 +7,26 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-__all__ = ["commit", "git", "init_repo", "write"]
+__all__ = [
+    "CHANGED",
+    "DELETED",
+    "NOTES",
+    "UNCHANGED",
+    "commit",
+    "git",
+    "init_repo",
+    "move_the_code",
+    "start_the_code",
+    "write",
+]
+
+# Three memories about a project's code, and the files they name (``start_the_code``):
+# after ``move_the_code`` the first names a deleted file, the second a rewritten one, the
+# third a file as it was.
+DELETED = "The invoice header rules are parsed by src/legacy_parser.py (parse_header)."
+CHANGED = "The invoice import timeout is set in src/config.py (TIMEOUT = 30 seconds)."
+UNCHANGED = "The invoice CSV delimiter for the import is defined in src/dialect.py."
+NOTES = (DELETED, CHANGED, UNCHANGED)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -44,3 +63,24 @@ def commit(repo: Path, message: str = "change") -> str:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "--allow-empty", "-m", message)
     return git(repo, "rev-parse", "HEAD")
+
+
+def start_the_code(repo: Path, extra: dict[str, str] | None = None) -> str:
+    """The files :data:`NOTES` name (and ``extra``), committed; the commit's id."""
+    write(
+        repo,
+        {
+            "src/legacy_parser.py": "def parse_header(row): ...\n",
+            "src/config.py": "TIMEOUT = 30\n",
+            "src/dialect.py": "DELIMITER = ';'\n",
+            **(extra or {}),
+        },
+    )
+    return commit(repo, "start")
+
+
+def move_the_code(repo: Path) -> str:
+    """:data:`DELETED`'s file deleted and :data:`CHANGED`'s rewritten, committed."""
+    (repo / "src" / "legacy_parser.py").unlink()
+    write(repo, {"src/config.py": "TIMEOUT = 90\n"})
+    return commit(repo, "the header rules moved; a longer timeout")

@@ -19,14 +19,11 @@ from ralph_context.engine import Engine
 from ralph_context.server.agents.events import FIX_TAG, AgentEvents
 from tests.agents.payloads import failed, payload, prompt, ran
 from tests.agents.test_events import handled
-from tests.git_repo import commit, write
+from tests.git_repo import CHANGED, DELETED, NOTES, UNCHANGED, move_the_code, start_the_code
 from tests.helpers import Loader, SettingsFactory
 
 pytestmark = pytest.mark.model
 
-DELETED = "The invoice header rules are parsed by src/legacy_parser.py (parse_header)."
-CHANGED = "The invoice import timeout is set in src/config.py (TIMEOUT = 30 seconds)."
-UNCHANGED = "The invoice CSV delimiter for the import is defined in src/dialect.py."
 QUESTION = "How does the invoice import handle headers, its timeout and the CSV delimiter?"
 
 
@@ -37,15 +34,7 @@ async def engine(
     shared_model: Loader,
     monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[Engine]:
-    write(
-        project,
-        {
-            "src/legacy_parser.py": "def parse_header(row): ...\n",
-            "src/config.py": "TIMEOUT = 30\n",
-            "src/dialect.py": "DELIMITER = ';'\n",
-        },
-    )
-    commit(project, "start")
+    start_the_code(project)
     monkeypatch.chdir(project)  # the agents' server runs in the project's top folder
     async with Engine(make_settings(), model_loader=shared_model) as opened:
         yield opened
@@ -60,17 +49,15 @@ async def test_deleted_code_is_not_pushed_changed_code_is_marked_last_unchanged_
     engine: Engine, project: Path
 ) -> None:
     with origin.recorded_by(origin.agent_hook("claude")):
-        for note in (DELETED, CHANGED, UNCHANGED):
+        for note in NOTES:
             await engine.store(note, "file")
     async with anyio.create_task_group() as group:
         events = AgentEvents(engine, AgentsSettings(), group)
         ((before, _),) = await handled(events, prompt(project, QUESTION, "s1"))
-        assert all(note in before for note in (DELETED, CHANGED, UNCHANGED)), before
+        assert all(note in before for note in NOTES), before
         assert "changed" not in before and "deleted" not in before
 
-        (project / "src" / "legacy_parser.py").unlink()
-        write(project, {"src/config.py": "TIMEOUT = 90\n"})
-        commit(project, "the header rules moved; a longer timeout")
+        move_the_code(project)
 
         ((after, action),) = await handled(events, prompt(project, QUESTION, "s2"))
         assert DELETED not in after and "1 about deleted code" in action

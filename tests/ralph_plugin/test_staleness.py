@@ -12,14 +12,11 @@ import anyio
 from ralph_context import Engine, Settings
 from ralph_context.rendering import CONTEXT_HEADING
 from ralph_context_ralph import attach
-from tests.git_repo import commit, write
+from tests.git_repo import CHANGED, DELETED, NOTES, UNCHANGED, move_the_code, start_the_code
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_plugin.ralph_host import make_orchestrator
 
 TASK = "# Invoice import\n\nFix how the invoice import parses headers, times out and splits CSV.\n"
-DELETED = "The invoice header rules are parsed by src/legacy_parser.py (parse_header)."
-CHANGED = "The invoice import timeout is set in src/config.py (TIMEOUT = 30 seconds)."
-UNCHANGED = "The invoice CSV delimiter for the import is defined in src/dialect.py."
 
 
 def _section(ralph_workdir: Path, settings: Settings, shared_model: Loader) -> str:
@@ -34,30 +31,20 @@ def _section(ralph_workdir: Path, settings: Settings, shared_model: Loader) -> s
 def test_the_section_leaves_out_deleted_code_and_marks_changed_code(
     ralph_workdir: Path, make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
-    write(
-        ralph_workdir,
-        {
-            "src/legacy_parser.py": "def parse_header(row): ...\n",
-            "src/config.py": "TIMEOUT = 30\n",
-            "src/dialect.py": "DELIMITER = ';'\n",
-        },
-    )
-    commit(ralph_workdir, "start")
+    start_the_code(ralph_workdir)
     settings = make_settings()  # the project root: the loop's folder (ralph_workdir)
 
     async def store() -> None:
         async with Engine(settings, model_loader=shared_model) as engine:
-            for note in (DELETED, CHANGED, UNCHANGED):
+            for note in NOTES:
                 await engine.store(note, "file")
 
     anyio.run(store)
     before = _section(ralph_workdir, settings, shared_model)
     assert CONTEXT_HEADING in before
-    assert all(note in before for note in (DELETED, CHANGED, UNCHANGED)), before
+    assert all(note in before for note in NOTES), before
 
-    (ralph_workdir / "src" / "legacy_parser.py").unlink()
-    write(ralph_workdir, {"src/config.py": "TIMEOUT = 90\n"})
-    commit(ralph_workdir, "the header rules moved; a longer timeout")
+    move_the_code(ralph_workdir)
 
     after = _section(ralph_workdir, settings, shared_model)
     assert DELETED not in after and CHANGED in after and UNCHANGED in after, after

@@ -16,13 +16,17 @@ from ralph_context.integrations.ralph_v2.client import _Engine
 from ralph_context.integrations.ralph_v2.hook import handle
 from ralph_context.integrations.ralph_v2.memories import MANAGED_TAG, parse
 from ralph_context.integrations.ralph_v2.payload import read_payload
-from tests.git_repo import commit, init_repo, write
+from tests.git_repo import (
+    CHANGED,
+    DELETED,
+    NOTES,
+    UNCHANGED,
+    init_repo,
+    move_the_code,
+    start_the_code,
+)
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_v2.test_hook_loop import payload
-
-DELETED = "The invoice header rules are parsed by src/legacy_parser.py (parse_header)."
-CHANGED = "The invoice import timeout is set in src/config.py (TIMEOUT = 30 seconds)."
-UNCHANGED = "The invoice CSV delimiter for the import is defined in src/dialect.py."
 
 
 @pytest.fixture
@@ -46,31 +50,25 @@ async def test_memories_md_leaves_out_deleted_code_and_marks_changed_code(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     workspace = init_repo(tmp_path / "repo")
-    write(
+    start_the_code(
         workspace,
         {
             "PROMPT.md": "# Objective\nFix how the invoice import parses headers, times out "
             "and splits CSV.\n",
-            "src/legacy_parser.py": "def parse_header(row): ...\n",
-            "src/config.py": "TIMEOUT = 30\n",
-            "src/dialect.py": "DELIMITER = ';'\n",
             ".ralph/agent/memories.md": "# Memories\n",
         },
     )
-    commit(workspace, "start")
     monkeypatch.chdir(workspace)  # the engine's project root: the workspace
     settings = make_settings(lifecycle={"auto_run": False})
     async with Engine(settings, model_loader=shared_model) as engine:
         memory = _Engine(engine, writable=True)
         with origin.recorded_by(origin.RALPH_V2):
-            for note in (DELETED, CHANGED, UNCHANGED):
+            for note in NOTES:
                 await engine.store(note, "file")
         before = await _written(workspace, memory, 1)
-        assert all(any(note in m for m in before) for note in (DELETED, CHANGED, UNCHANGED))
+        assert all(any(note in m for m in before) for note in NOTES)
 
-        (workspace / "src" / "legacy_parser.py").unlink()
-        write(workspace, {"src/config.py": "TIMEOUT = 90\n"})
-        commit(workspace, "the header rules moved; a longer timeout")
+        move_the_code(workspace)
 
         after = await _written(workspace, memory, 2)
     assert not any(DELETED in m for m in after), after

@@ -15,14 +15,18 @@ from mcp.types import TextContent
 from ralph_context.engine import Engine
 from ralph_context.packs.toolkit import EngineHolder
 from ralph_context.server.app import build_server
-from tests.git_repo import commit, init_repo, write
+from tests.git_repo import (
+    CHANGED,
+    DELETED,
+    NOTES,
+    UNCHANGED,
+    init_repo,
+    move_the_code,
+    start_the_code,
+)
 from tests.helpers import Loader, SettingsFactory
 
 pytestmark = pytest.mark.model
-
-DELETED = "The invoice header rules are parsed by src/legacy_parser.py (parse_header)."
-CHANGED = "The invoice import timeout is set in src/config.py (TIMEOUT = 30 seconds)."
-UNCHANGED = "The invoice CSV delimiter for the import is defined in src/dialect.py."
 
 
 @pytest.fixture
@@ -37,15 +41,7 @@ async def test_a_search_finds_memory_about_deleted_code_and_marks_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     repo = init_repo(tmp_path / "repo")
-    write(
-        repo,
-        {
-            "src/legacy_parser.py": "def parse_header(row): ...\n",
-            "src/config.py": "TIMEOUT = 30\n",
-            "src/dialect.py": "DELIMITER = ';'\n",
-        },
-    )
-    commit(repo, "start")
+    start_the_code(repo)
     monkeypatch.chdir(repo)  # the server's project root
     settings = make_settings(lifecycle={"auto_run": False})
     holder = EngineHolder(settings)
@@ -53,11 +49,9 @@ async def test_a_search_finds_memory_about_deleted_code_and_marks_it(
     with anyio.fail_after(60):
         async with Engine(settings, model_loader=shared_model) as engine:
             holder.engine = engine
-            for note in (DELETED, CHANGED, UNCHANGED):
+            for note in NOTES:
                 await engine.store(note, "file")
-            (repo / "src" / "legacy_parser.py").unlink()
-            write(repo, {"src/config.py": "TIMEOUT = 90\n"})
-            commit(repo, "the header rules moved; a longer timeout")
+            move_the_code(repo)
             async with mcp.Client(server) as client:
                 answer = await client.call_tool(
                     "get_relevant_context",
@@ -65,12 +59,7 @@ async def test_a_search_finds_memory_about_deleted_code_and_marks_it(
                 )
     (block,) = answer.content
     assert isinstance(block, TextContent)
-    lines = {
-        note: line
-        for line in block.text.splitlines()
-        for note in (DELETED, CHANGED, UNCHANGED)
-        if note in line
-    }
+    lines = {note: line for line in block.text.splitlines() for note in NOTES if note in line}
     assert set(lines) == {DELETED, CHANGED, UNCHANGED}, block.text
     assert "· src/legacy_parser.py deleted]" in lines[DELETED]
     assert "· src/config.py changed just now]" in lines[CHANGED]
