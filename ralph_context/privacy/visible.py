@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["REMOVED", "invisible_count", "visible"]
+__all__ = ["REMOVED", "visible"]
 
 # Line breaks that some reader honours: each becomes "\n" (CRLF as one).
 _BREAKS = re.compile("\r\n|[\r\x85\u2028\u2029\x0b\x0c]")
@@ -64,9 +64,3 @@ def visible(text: str) -> str:
         return text  # the common case: plain printable ASCII, nothing to scan
     cleaned = _INVISIBLE.sub("", _BREAKS.sub("\n", _ESCAPES.sub("", text)))
     return text if cleaned == text else cleaned
-
-
-def invisible_count(text: str) -> int:
-    """How many characters :func:`visible` would remove (line breaks made ``\\n`` not
-    counted): for tests and reports."""
-    return len(_BREAKS.sub("\n", text)) - len(visible(text))
