@@ -31,6 +31,7 @@ __all__ = [
     "RALPH_LOOP",
     "RALPH_V2",
     "RECORDED_BY",
+    "SKILLBOOK",
     "agent_hook",
     "current",
     "mcp_client",
@@ -47,6 +48,7 @@ IMPORT = "import"
 LIFECYCLE = "lifecycle"
 RALPH_LOOP = "ralph loop"  # the Ralph 1.x hook, in process
 RALPH_V2 = "ralph v2 hook"
+SKILLBOOK = "skillbook"  # the project's ACE skillbook file, kept in step
 _MAX_NAME = 60
 
 _ORIGIN: ContextVar[str] = ContextVar("ralph_context_origin", default=API)

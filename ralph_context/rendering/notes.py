@@ -49,7 +49,7 @@ def note_of(entry: ContextItem | RetrievedItem | Note, marks: dict[str, str] | N
 
 
 # Sources of items stored before ``recorded_by`` was kept, and what they say of the recorder.
-_LEGACY_SOURCES = {"orchestrator": origin.RALPH_LOOP, "ace-skillbook": "skillbook"}
+_LEGACY_SOURCES = {"orchestrator": origin.RALPH_LOOP, "ace-skillbook": origin.SKILLBOOK}
 
 
 def who(item: ContextItem) -> str:

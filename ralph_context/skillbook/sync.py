@@ -19,7 +19,7 @@ from ralph_context.actors.storage import StorageActor
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import InvalidTags
 from ralph_context.models import ContextItem, ContextType
-from ralph_context.origin import RECORDED_BY
+from ralph_context.origin import RECORDED_BY, SKILLBOOK
 from ralph_context.skillbook.formats import (
     FileSignature,
     Skill,
@@ -130,7 +130,7 @@ class SkillbookSync:
             tags=_tags((SKILLBOOK_TAG, skill.section, *skill.keywords)),
             # The counts live in the file (and in usefulness), not here, where they would go
             # stale between re-embeddings.
-            metadata={"skill_id": skill.id, "section": skill.section, RECORDED_BY: "skillbook"},
+            metadata={"skill_id": skill.id, "section": skill.section, RECORDED_BY: SKILLBOOK},
             source="ace-skillbook",
             created_iteration=self.clock(),
             usefulness_score=skill.usefulness,

@@ -19,7 +19,7 @@ __all__ = ["has_evidence", "own_record"]
 
 # An item starts at this usefulness (the model's default); mark_useful moves it.
 _STARTING_USEFULNESS: float = ContextItem.model_fields["usefulness_score"].default
-_OWN = frozenset({origin.API, origin.CLI, origin.RALPH_LOOP, origin.RALPH_V2, "skillbook"})
+_OWN = frozenset({origin.API, origin.CLI, origin.RALPH_LOOP, origin.RALPH_V2, origin.SKILLBOOK})
 
 
 def own_record(item: ContextItem) -> bool:
