@@ -25,6 +25,17 @@ from ralph_context.config import Settings
 from ralph_context.config import owner_token as owner_tokens
 
 CLI = [sys.executable, "-m", "ralph_context"]
+# An MCP initialize request as a raw client posts it (for probes the SDK's client cannot be).
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
+}
 
 
 def environment(config: Path) -> dict[str, str]:
@@ -42,6 +53,22 @@ def environment(config: Path) -> dict[str, str]:
         )
     }
     return {**inherited, "RALPH_CONTEXT_CONFIG": str(config)}
+
+
+def run_cli(
+    config: Path, *arguments: str, timeout: float = 180
+) -> subprocess.CompletedProcess[str]:
+    """``ralph-context ARGUMENTS`` on the store ``config`` names (run in its folder, no
+    stdin), to its end."""
+    return subprocess.run(
+        [*CLI, *arguments],
+        env=environment(config),
+        cwd=config.parent,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def store_config(config: Path, store: Path, *, packs: Sequence[str] = ()) -> Path:

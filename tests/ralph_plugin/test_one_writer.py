@@ -6,7 +6,6 @@ read-only."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,25 +17,11 @@ from tests.helpers import Loader, SettingsFactory
 from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached
 from tests.ralph_plugin.test_hook import FACT, SCRIPT, TASK
 from tests.server_process import (
-    CLI,
-    environment,
     owner_client,
+    run_cli,
     start_http_server,
     store_config,
 )
-
-
-def _cli(config: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    """``ralph-context ARGUMENTS`` on the store ``config`` names, to its end."""
-    return subprocess.run(
-        [*CLI, *arguments],
-        env=environment(config),
-        cwd=config.parent,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
 
 
 def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
@@ -48,7 +33,7 @@ def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
     config = store_config(ralph_workdir.parent / "server.yaml", folder)
     server, url = start_http_server(config)
     try:
-        second = _cli(config, "serve")
+        second = run_cli(config, "serve")
         assert second.returncode != 0
         assert f"process {server.pid}" in second.stderr
         assert url in second.stderr
@@ -72,7 +57,7 @@ def test_a_second_server_is_refused_and_the_plugin_writes_through_the_first(
         assert (fact["source"], fact["created_iteration"]) == ("ralph", 1)
 
         # A command that only reads asks the server (its answer in the MCP shape).
-        reading = _cli(config, "search", "invoice export CSV encoding", "--json")
+        reading = run_cli(config, "search", "invoice export CSV encoding", "--json")
         assert reading.returncode == 0, reading.stderr
         found = json.loads(reading.stdout)
         assert FACT in [hit["item"]["content"] for hit in found["items"]]

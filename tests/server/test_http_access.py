@@ -20,20 +20,10 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from benchmarks.serving import free_port
 from tests.server.mcp_scenario import call
-from tests.server_process import CLI, environment, owner_client, start_http_server
+from tests.server_process import CLI, INITIALIZE, environment, owner_client, start_http_server
 
 EVERYWHERE = "tok-everywhere-0123456789abcdef"
 ONLY_ALPHA = "tok-only-alpha-0123456789abcdef"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "0"},
-    },
-}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 

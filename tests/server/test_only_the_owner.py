@@ -31,22 +31,20 @@ from ralph_context.server.agents.listener import listener_is_ours
 from ralph_context.server.agents.project import ServerNote, read_server, write_server
 from tests.agents.conftest import agent_env, stop_servers, wait_for_note
 from tests.server.mcp_scenario import call
-from tests.server_process import CLI, environment, owner_client, start_http_server, store_config
+from tests.server_process import (
+    CLI,
+    INITIALIZE,
+    environment,
+    owner_client,
+    run_cli,
+    start_http_server,
+    store_config,
+)
 
 OTHER = 65534
 _SWITCH = ("setpriv", f"--reuid={OTHER}", f"--regid={OTHER}", "--clear-groups")
 FACT = "Run make fix-tabs when the widget parser fails on tab characters"
 PROMPT = "The widget parser fails on tab characters again: how do I fix it?"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "intruder", "version": "0"},
-    },
-}
 # The same forget a 2026-07-28 client sends with no session (as the CLI's requests are).
 FORGET = {
     "jsonrpc": "2.0",
@@ -217,15 +215,7 @@ def assert_refused_everywhere(found: dict[str, Any]) -> None:
 
 def _owner_cli_text(config: Path, *arguments: str) -> str:
     """``ralph-context ARGUMENTS`` as the owner runs it beside the server: its stdout."""
-    done = subprocess.run(
-        [*CLI, *arguments],
-        env=environment(config),
-        cwd=config.parent,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_cli(config, *arguments, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
