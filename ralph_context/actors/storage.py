@@ -127,6 +127,7 @@ class StorageActor(StorageReads, StorageUpkeep):
         self._readers = anyio.CapacityLimiter(_READERS)
         self._crowding = Crowding()
         self.write_fault = WriteFault(location, self.health, self.tell, self._usage_pending)
+        self.write_fault.reclaim = self._take_lock
 
     @property
     def model_id(self) -> str | None:
@@ -162,17 +163,20 @@ class StorageActor(StorageReads, StorageUpkeep):
         """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
         return self.store.requests.get(key) if self._store is not None else None
 
+    def _open_store(self) -> LanceStore:
+        return LanceStore.configured(
+            self.location,
+            self.settings,
+            model=self.model,
+            read_only=self.read_only,
+            lock_at=self.lock_at,
+        )
+
     async def setup(self) -> None:
         try:
-            self._store = await anyio.to_thread.run_sync(
-                lambda: LanceStore.configured(
-                    self.location,
-                    self.settings,
-                    model=self.model,
-                    read_only=self.read_only,
-                    lock_at=self.lock_at,
-                )
-            )
+            self._store = await anyio.to_thread.run_sync(self._open_store)
+            if self._store.lock_owed is not None:  # writes wait for the lock: _take_lock
+                self.write_fault.pause(self._store.lock_owed)
         except (ModelMismatch, StoreLocked) as exc:
             self.fatal = exc
             raise PermanentFailure(str(exc)) from exc
@@ -181,10 +185,54 @@ class StorageActor(StorageReads, StorageUpkeep):
             raise PermanentFailure(f"cannot open the store at {self.location}: {exc}") from exc
         log.info("store_opened", location=str(self.location or "memory"))
 
+    async def _take_lock(self) -> bool:
+        """Take the writer lock this open owes (the disk refused its file at open), now
+        that the disk takes writes: the store is opened again, holding it, so its running
+        state (the next thread sequence, the counts) is read after any other writer's
+        commits. True when writes may resume; False to go on waiting for the disk. Another
+        process holding the lock by now keeps this one read-only until it restarts."""
+        owed = self._store
+        if owed is None or owed.lock_owed is None:
+            return True
+        try:
+            fresh = await anyio.to_thread.run_sync(self._open_store)
+        except StoreLocked as exc:
+            self.write_fault.stay(
+                StoreLocked(f"{exc}; this process serves it read-only until it restarts")
+            )
+            await self._read_beside_the_writer(owed)
+            return False
+        except Exception as exc:  # the probes go on; a bug here must not end them
+            log.warning("store_lock_not_taken", error=f"{type(exc).__name__}: {exc}")
+            return False
+        if fresh.lock_owed is not None:
+            fresh.close()
+            return False
+        fresh.usage.take_over(owed.usage)
+        self._store, self._upkeep_started = fresh, False
+        owed.close()
+        log.info("store_lock_taken", location=str(self.location))
+        return True
+
+    async def _read_beside_the_writer(self, owed: LanceStore) -> None:
+        """Serve reads from a read-only open from now on, which sees the other writer's
+        commits (the open that owed the lock reads only its own)."""
+        try:
+            reader = await anyio.to_thread.run_sync(
+                lambda: LanceStore.configured(
+                    self.location, self.settings, model=self.model, read_only=True
+                )
+            )
+        except Exception as exc:  # the old open still serves what it saw
+            log.warning("store_reader_not_opened", error=f"{type(exc).__name__}: {exc}")
+            return
+        self._store = reader
+        owed.close()
+
     async def teardown(self) -> None:
         if self._store is None:
             return
-        if self._store.usage.pending and not self.read_only:
+        if self._store.usage.pending and self._store.locked:
             try:
                 await self._flush_usage()
             except Exception as exc:

@@ -14,13 +14,20 @@ now and then (0.2 s after the failure, doubling to every 10 s); once the disk ta
 writes resume, the counts are flushed and whoever asked to be told is (the engine queues
 the lifecycle pass it put off). A refused write was never acknowledged, and one written
 before is on disk: nothing acknowledged is lost.
+
+A store opened while its disk refused the writer lock's file (a read-only mount, an
+immutable folder) starts paused the same way, owing the lock: a server started so once
+wrote unlocked as soon as the disk took writes, beside a CLI the lock then admitted, and
+two items got one thread sequence. Once a probe passes, the store is opened again holding
+the lock (its running state read after anyone else's commits) before writes resume; if
+another process took the lock meanwhile, writes stay refused, naming it, until restart.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -74,7 +81,12 @@ class WriteFault:
         self._tell = tell
         self._pending = pending
         # Why writes are paused; None while they are not.
-        self.error: StoreUnwritable | None = None
+        self.error: StoreError | None = None
+        # True once writes stay refused until restart (see ``stay``).
+        self.final = False
+        # Asked once the disk takes a probe, before writes resume: False keeps them paused
+        # (the storage actor takes the writer lock it owes here).
+        self.reclaim: Callable[[], Awaitable[bool]] | None = None
         self._delay = FIRST_PROBE
         self._resumed_at = -math.inf
         self._on_resume: list[Callable[[], object]] = []
@@ -101,14 +113,26 @@ class WriteFault:
         found = unwritable(error, self.location)
         if found is None:
             raise error
+        return self.pause(found, f"{type(error).__name__}: {error}")
+
+    def pause(self, found: StoreUnwritable, raised: str = "") -> StoreUnwritable:
+        """Pause writes because of ``found`` (a failed write's cause, or the writer lock
+        the disk would not let the store take at open), and return it."""
         if self.error is None:
-            raised = f"{type(error).__name__}: {error}"
             log.error("store_read_only", error=str(found), raised=raised[:500])
             if anyio.current_time() - self._resumed_at >= _STEADY:
                 self._delay = FIRST_PROBE
         self.error = found
         self.health.degrade(READ_ONLY, found)
         return found
+
+    def stay(self, error: StoreError) -> None:
+        """Keep writes refused with ``error`` until the process restarts: no more probes
+        (another process took the writer lock while this one waited for the disk)."""
+        log.error("store_read_only_until_restart", error=str(error))
+        self.final = True
+        self.error = error
+        self.health.degrade(READ_ONLY, error)
 
     def refuse(self, request: StorageRequest) -> object:
         """The answer to ``request`` while writes are paused: the engine's own background
@@ -134,7 +158,7 @@ class WriteFault:
         """Until cancelled (the engine's lifetime): whenever writes are paused, probe the
         disk with backoff until it takes a write, then resume them. Never raises."""
         while True:
-            await self.health.wait_until(lambda _health: self.error is not None)
+            await self.health.wait_until(lambda _h: self.error is not None and not self.final)
             # Jitter: several stores of one process on one full disk do not probe at once.
             await anyio.sleep(self._delay * random.uniform(1.0, 1.25))
             self._delay = min(LAST_PROBE, self._delay * 2)
@@ -143,6 +167,8 @@ class WriteFault:
                 await anyio.to_thread.run_sync(probe, self.location)
             except OSError as exc:
                 log.info("store_still_read_only", error=str(exc), next_probe_s=self._delay)
+                continue
+            if self.reclaim is not None and not await self.reclaim():
                 continue
             self._resume()
 

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from lancedb.index import FTS, Bitmap, BTree, LabelList
 
 from ralph_context._logging import get_logger
-from ralph_context.errors import ModelMismatch, StoreError
+from ralph_context.errors import ModelMismatch, StoreError, StoreUnwritable
 from ralph_context.models import ContextItem
 from ralph_context.object_location import Location, ObjectLocation
 from ralph_context.storage import json_metadata, private, threads, writer_lock
@@ -114,9 +114,17 @@ class StoreCore:
         self._closed = read_only  # nothing to release
         self.vector_index_min_rows = vector_index_min_rows
         self.version_retention = version_retention
+        # Why this open holds no writer lock though it means to write: the disk refused
+        # the lock file. Nothing may be written until the lock is taken (a new open, once
+        # the disk takes writes: ``actors.storage_unwritable``); never two writers.
+        self.lock_owed: StoreUnwritable | None = None
         if self.lock_at is not None and not read_only:
             private.secure(self.lock_at)
-            writer_lock.acquire(self.lock_at)
+            try:
+                writer_lock.acquire(self.lock_at)
+            except StoreUnwritable as exc:
+                self.lock_owed = exc
+                self._closed = True  # holds no lock to release
         try:
             self._open(model_id, dimension)
         except BaseException:
@@ -164,7 +172,7 @@ class StoreCore:
             shared=self.shared,
             session=self._session,
         )
-        if not self.read_only:
+        if self.locked:
             self.archive.migrate_metadata()
         self.packs = PackSpace(self._db, self.dimension)
         self.searcher = self._search_table()
@@ -187,11 +195,17 @@ class StoreCore:
         self.prewarm()
         # Written only now that the table agreed with the model: a refused open changes nothing.
         if (
-            not self.read_only
+            self.locked
             and self.model_id is not None
             and (recorded is None or recorded.model_id is None)
         ):
             self._write_record()
+
+    @property
+    def locked(self) -> bool:
+        """True when this open may write: not read-only, and holding the writer lock (or
+        needing none: in memory, on object storage)."""
+        return not self.read_only and self.lock_owed is None
 
     def close(self) -> None:
         """Give up this store's writer lock (see ``writer_lock``) or maintenance lease; the
@@ -266,7 +280,7 @@ class StoreCore:
                 f"the store's vectors are {stored.list_size}-d but the model makes "
                 f"{self.dimension}-d ones; {REINDEX_HINT}"
             )
-        if self.read_only:
+        if not self.locked:
             return table
         if json_metadata.migrate(table):
             table = self._db.open_table(ITEMS)

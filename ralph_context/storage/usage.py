@@ -90,6 +90,17 @@ class UsageLedger:
         self._usage.update((i, u) for i, u in stored.items() if i not in mine)
         self._seen = version
 
+    def take_over(self, other: UsageLedger) -> None:
+        """Carry ``other``'s unwritten changes into this ledger: a store reopened to take
+        the writer lock it owed (``actors.storage_unwritable``) writes the counts noted
+        while its writes waited."""
+        for item_id in other._dirty:
+            self._usage[item_id] = other.get(item_id)
+        for item_id in other._forgotten:
+            self._usage.pop(item_id, None)
+        self._dirty |= other._dirty
+        self._forgotten |= other._forgotten
+
     @property
     def table(self) -> Table:
         """The backing LanceDB table (for compaction)."""

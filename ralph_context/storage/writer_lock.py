@@ -38,6 +38,7 @@ from ralph_context._logging import get_logger
 from ralph_context.atomic import write_text_atomically
 from ralph_context.errors import StoreLocked
 from ralph_context.object_location import Location, ObjectLocation
+from ralph_context.storage.write_faults import unwritable
 
 __all__ = [
     "HOLDER_FILE",
@@ -96,6 +97,10 @@ def acquire(location: Location) -> None:
 
     Raises:
         StoreLocked: Another process holds it.
+        StoreUnwritable: The disk refuses the lock file (a read-only mount, an immutable
+            or unwritable folder): the caller owes the lock, and must take it before it
+            writes (a server started on a read-only store once wrote unlocked as soon as
+            the store was writable again, beside a CLI admitted as a second writer).
     """
     if isinstance(location, ObjectLocation):  # no lock there: see the module's docstring
         return
@@ -112,6 +117,9 @@ def acquire(location: Location) -> None:
         except Timeout:
             raise StoreLocked(_refusal(key, holder(key))) from None
         except OSError as exc:
+            refused = unwritable(exc, key)
+            if refused is not None:
+                raise refused from exc
             # A file system without OS locks (some network mounts): nothing to coordinate
             # with, and a lock file that outlives a killed writer would be worse.
             log.warning("store_not_locked", location=str(key), error=str(exc))
