@@ -1,8 +1,6 @@
-"""``ralph-context bench``: the benchmark harnesses, run from a source checkout.
-
-The harnesses live in the repository's ``benchmarks/`` package (not in the wheel: task
-suites and plots, not product code): imported lazily, with a word on getting it if missing.
-"""
+"""``ralph-context bench``: the benchmark harnesses, run from a source checkout (the
+repository's ``benchmarks/`` package: task suites and plots, not product code, not in the
+wheel), imported lazily, with a word on getting it if missing."""
 
 from __future__ import annotations
 
@@ -20,6 +18,7 @@ import typer
 from ralph_context.cli.base import App, LogOption
 from ralph_context.cli.bench_push import push
 from ralph_context.cli.bench_report import LOCOMO_HINT, NO_BENCHMARKS, NO_BM25, progress_bar, report
+from ralph_context.cli.bench_soak import soak
 from ralph_context.cli.output import err, fail, start_logging
 from ralph_context.errors import RalphContextError
 from ralph_context.object_location import ObjectLocation
@@ -34,8 +33,9 @@ class AbAgent(StrEnum):
     OPENAI = "openai"
 
 
-bench_app = App(help="Benchmarks: A/B loops, retrieval recall, pushes, latency, the console.")
+bench_app = App(help="Benchmarks: A/B loops, recall, pushes, latency, load, the console.")
 bench_app.command("push")(push)
+bench_app.command("soak")(soak)
 
 
 @bench_app.command("retrieval")

@@ -59,6 +59,12 @@ class ServerSettings(Section):
     # were writes waiting for maintenance); at 8, none, but with 8 searches at once the
     # low-priority maintenance starved and writes waited up to 3.9 s (50 clients: 2.4 s).
     min_in_flight: int = Field(default=2, ge=1)
+    # How long a call past the limit waits for a slot before it is refused with 429 (a
+    # search takes up to ~300 ms more once admitted: a served read stays under a second).
+    queue_wait_ms: float = Field(default=400.0, ge=0, le=60_000, allow_inf_nan=False)
+    # A refusal's Retry-After is 1 s plus up to this many seconds at random, so a crowd
+    # refused together comes back spread out (all at 1 s found the limit full again).
+    retry_spread_seconds: int = Field(default=2, ge=0, le=60)
     # `bench ab`'s results.json, relative to the project root: the console's Iterations page
     # plots its iterations per task kind when the file is there.
     ab_results: Path = Path("benchmarks/ab/results/results.json")

@@ -134,7 +134,7 @@ class ContextServer(MCPServer):
             raise ToolError(
                 unknown_tool(name, known, hidden=self.hidden_tools, off_face=self.off_face)
             )
-        audited = name in await self._write_tools()
+        audited = name in await self.write_tools()
         try:
             recorder = origin.mcp_client(callers.client_name(context))
             with callers.serving(context), origin.recorded_by(recorder):
@@ -150,7 +150,9 @@ class ContextServer(MCPServer):
             _audit(name, self.namespace, context, "done")
         return _as_data(name, result)
 
-    async def _write_tools(self) -> frozenset[str]:
+    async def write_tools(self) -> frozenset[str]:
+        """The tools that may change the store (any not annotated read-only): audited,
+        and admitted over HTTP apart from the reads (``server.admission``)."""
         if self._writes is None:
             self._writes = frozenset(
                 tool.name for tool in await self.list_tools() if _writes(tool.annotations)

@@ -7,8 +7,10 @@ another process writes is refused before the port opens); they share the embeddi
 A session lives in one namespace's manager, so its id means nothing in another.
 
 In front of every namespace, in order: the bearer token (401, or 403 for a namespace the
-token does not grant), the per-client rate limit and the bound on calls in flight (429
-with ``Retry-After``), then the SDK's Host/Origin check, which stays on for every bind.
+token does not grant), the per-client rate limit and the bound on calls in flight, one
+for reads and one for writes (a call waits a moment for a slot, then 429 with a
+``Retry-After`` spread at random), then the SDK's Host/Origin check, which stays on for
+every bind.
 The memory console (``server/console``) answers at ``/console`` on the same port, behind
 the same tokens and the same Host/Origin check.
 """
@@ -38,9 +40,10 @@ from ralph_context._logging import get_logger
 from ralph_context.config import EmbeddingsSettings, ServerSettings, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.engine import Engine
+from ralph_context.server.admission import is_write
 from ralph_context.server.agents.events import AgentEvents
 from ralph_context.server.agents.route import hook_routes
-from ralph_context.server.app import serving
+from ralph_context.server.app import ContextServer, serving
 from ralph_context.server.console import console_routes
 from ralph_context.server.guard import NO_TOKEN
 from ralph_context.server.limits import InFlight, RateLimiter, retry_after
@@ -75,6 +78,7 @@ class _Space:
 
     ready: anyio.Event = field(default_factory=anyio.Event)
     manager: StreamableHTTPSessionManager | None = None
+    server: ContextServer | None = None
     engine: Engine | None = None
     error: BaseException | None = None
 
@@ -166,6 +170,7 @@ class Spaces:
                 )
                 async with server.session_manager.run():
                     space.manager, space.engine = server.session_manager, engine
+                    space.server = server
                     space.ready.set()
                     log.info("namespace_opened", namespace=name)
                     await self._closing.wait()
@@ -200,12 +205,15 @@ class _Endpoint:
         spaces: Spaces,
         tokens: TokenBook,
         limiter: RateLimiter,
-        in_flight: InFlight,
+        lanes: tuple[InFlight, InFlight],
+        spread: int,
     ) -> None:
         self.spaces = spaces
         self.tokens = tokens
         self.limiter = limiter
-        self.in_flight = in_flight
+        # Calls in flight: reads, and writes apart (``admission``).
+        self.reads, self.writes = lanes
+        self.spread = spread
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         name = scope.get("path_params", {}).get("name", namespaces.DEFAULT)
@@ -227,28 +235,30 @@ class _Endpoint:
         if wait > 0:
             await _busy(scope, receive, send, wait, f"rate limit for {client} reached")
             return
-        counted = _does_work(scope)
-        if counted and not self.in_flight.enter():
-            await _busy(scope, receive, send, 1.0, "the server is answering all it can")
-            return
-        started = time.monotonic()
-        try:
-            await self._forward(name, scope, receive, send)
-        finally:
-            if counted:
-                self.in_flight.leave(time.monotonic() - started)
-
-    async def _forward(self, name: str, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             space = await self.spaces.get(name)
         except RuntimeError as exc:
             await _refuse(scope, receive, send, 503, "too_many_namespaces", str(exc))
             return
-        if space.manager is None:
+        if space.manager is None or space.server is None:
             problem = f"namespace {name!r} could not be opened: {space.error}"
             await _refuse(scope, receive, send, 503, "namespace_failed", problem)
             return
-        await space.manager.handle_request(scope, receive, send)
+        if not _does_work(scope):
+            await space.manager.handle_request(scope, receive, send)
+            return
+        writes, receive = await is_write(scope, receive, await space.server.write_tools())
+        lane = self.writes if writes else self.reads
+        if not await lane.admit():
+            kind = "writes" if writes else "reads"
+            text = f"the server is answering all the {kind} it can"
+            await _busy(scope, receive, send, 1.0, text, spread=self.spread)
+            return
+        started = time.monotonic()
+        try:
+            await space.manager.handle_request(scope, receive, send)
+        finally:
+            lane.leave(time.monotonic() - started)
 
 
 _NO_TOKEN = NO_TOKEN
@@ -282,8 +292,10 @@ async def _auth_error(
     await _refuse(scope, receive, send, status, error, text, {"WWW-Authenticate": challenge})
 
 
-async def _busy(scope: Scope, receive: Receive, send: Send, wait: float, text: str) -> None:
-    after = retry_after(wait)
+async def _busy(
+    scope: Scope, receive: Receive, send: Send, wait: float, text: str, *, spread: int = 0
+) -> None:
+    after = retry_after(wait, spread=spread)
     message = f"{text}; retry in {after} s"
     await _refuse(scope, receive, send, 429, "too_many_requests", message, {"Retry-After": after})
 
@@ -322,6 +334,15 @@ def _address(scope: Scope) -> str:
     return str(client[0]) if client else "unknown"
 
 
+def _lane(limits: ServerSettings) -> InFlight:
+    return InFlight(
+        limits.in_flight_bound,
+        limits.target_latency_ms / 1000 or None,
+        floor=limits.min_in_flight,
+        queue_wait=limits.queue_wait_ms / 1000,
+    )
+
+
 def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
     """The Starlette app: both MCP routes, the agents' hooks (``/hooks/<client>``) and the
     console (``/console``), bearer
@@ -331,11 +352,8 @@ def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
         spaces,
         tokens,
         RateLimiter(limits.rate_limit_per_second, limits.rate_limit_burst),
-        InFlight(
-            limits.in_flight_bound,
-            limits.target_latency_ms / 1000 or None,
-            floor=limits.min_in_flight,
-        ),
+        (_lane(limits), _lane(limits)),
+        limits.retry_spread_seconds,
     )
     middleware = []
     if tokens.enabled:
