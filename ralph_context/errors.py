@@ -19,7 +19,8 @@ person understands with a single ``except RalphContextError``::
     ├── StoreError                  the store cannot serve the request
     │   ├── ModelMismatch           the store was embedded with another model
     │   ├── StoreLocked             another process writes the store (named in the message)
-    │   └── StoreUnwritable         a write failed for space, permissions or I/O: read-only
+    │   ├── StoreUnwritable         a write failed for space, permissions or I/O: read-only
+    │   └── StoreDamaged            a table's latest version is unreadable: read-only, repair
     ├── ModelError                  the embedding model cannot be installed or loaded
     ├── ActorUnavailable            an actor is down, restarting, or did not answer in time
     ├── PromptFunctionError         a custom prompt's function raised or returned a non-string
@@ -61,6 +62,7 @@ __all__ = [
     "PromptFunctionError",
     "RalphContextError",
     "ServerUnreachable",
+    "StoreDamaged",
     "StoreError",
     "StoreLocked",
     "StoreUnwritable",
@@ -173,6 +175,26 @@ class StoreUnwritable(StoreError):
         super().__init__(f"{headline}: {reason} at {location}")
         self.reason = reason
         self.location = location
+
+
+class StoreDamaged(StoreError):
+    """A table's latest version cannot be read (a truncated or corrupt manifest): the store
+    is served read-only at the newest version that can, and ``ralph-context repair`` makes
+    that version current. The message names the file and what it says.
+
+    Attributes:
+        damaged: Each unreadable file, with Lance's words for it.
+    """
+
+    def __init__(self, location: str, damaged: list[tuple[str, str]]) -> None:
+        named = "; ".join(f"{path}: {problem}" for path, problem in damaged)
+        super().__init__(
+            f"the store at {location} is damaged ({named}); it is served read-only at the "
+            "newest version that can be read: run `ralph-context repair` to make that "
+            "version current (what the lost versions held is reported), then restart"
+        )
+        self.location = location
+        self.damaged = damaged
 
 
 class ModelError(RalphContextError):

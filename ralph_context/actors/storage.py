@@ -15,8 +15,11 @@ whose call has returned. Requests are in ``storage_requests``, the callers' help
 
 from __future__ import annotations
 
+import math
+import shutil
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TypeVar
 
 import anyio
@@ -31,6 +34,7 @@ from ralph_context.actors.storage_group import (
     keyed_entries,
 )
 from ralph_context.actors.storage_reads import StorageReads
+from ralph_context.actors.storage_reopen import StorageReopen
 from ralph_context.actors.storage_requests import (
     AddItems,
     AddIteration,
@@ -56,9 +60,14 @@ from ralph_context.actors.storage_requests import (
     VectorHit,
 )
 from ralph_context.actors.storage_unwritable import WriteFault
-from ralph_context.actors.storage_upkeep import StorageUpkeep
 from ralph_context.config import StorageSettings
-from ralph_context.errors import ModelMismatch, RalphContextError, StoreError, StoreLocked
+from ralph_context.errors import (
+    ModelMismatch,
+    RalphContextError,
+    StoreDamaged,
+    StoreError,
+    StoreLocked,
+)
 from ralph_context.object_location import Location
 from ralph_context.runtime import Envelope, Foreground, PermanentFailure
 from ralph_context.storage.lance_store import LanceStore
@@ -77,7 +86,7 @@ T = TypeVar("T")
 _READERS = 8
 
 
-class StorageActor(StorageReads, StorageUpkeep):
+class StorageActor(StorageReads, StorageReopen):
     """Serves the store: write helpers wrap :meth:`call` (one at a time, in order), read
     helpers run at once beside them (see the module's docstring).
 
@@ -118,6 +127,9 @@ class StorageActor(StorageReads, StorageUpkeep):
         self.read_only = read_only
         self.fatal: RalphContextError | None = None
         self._store: LanceStore | None = None
+        # The damaged store's readable view, while the store is served from it.
+        self._view: Path | None = None
+        self._sealed_at = -math.inf
         self._writes = 0
         self._upkeep_started = False
         self._flushed_at = 0.0
@@ -163,20 +175,14 @@ class StorageActor(StorageReads, StorageUpkeep):
         """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
         return self.store.requests.get(key) if self._store is not None else None
 
-    def _open_store(self) -> LanceStore:
-        return LanceStore.configured(
-            self.location,
-            self.settings,
-            model=self.model,
-            read_only=self.read_only,
-            lock_at=self.lock_at,
-        )
-
     async def setup(self) -> None:
         try:
             self._store = await anyio.to_thread.run_sync(self._open_store)
             if self._store.lock_owed is not None:  # writes wait for the lock: _take_lock
                 self.write_fault.pause(self._store.lock_owed)
+        except StoreDamaged as exc:
+            self._store = await anyio.to_thread.run_sync(self._open_damaged)
+            self.write_fault.stay(exc)  # read-only until repaired and restarted
         except (ModelMismatch, StoreLocked) as exc:
             self.fatal = exc
             raise PermanentFailure(str(exc)) from exc
@@ -184,50 +190,6 @@ class StorageActor(StorageReads, StorageUpkeep):
             # An unreadable model record or a path we cannot create: retrying cannot help.
             raise PermanentFailure(f"cannot open the store at {self.location}: {exc}") from exc
         log.info("store_opened", location=str(self.location or "memory"))
-
-    async def _take_lock(self) -> bool:
-        """Take the writer lock this open owes (the disk refused its file at open), now
-        that the disk takes writes: the store is opened again, holding it, so its running
-        state (the next thread sequence, the counts) is read after any other writer's
-        commits. True when writes may resume; False to go on waiting for the disk. Another
-        process holding the lock by now keeps this one read-only until it restarts."""
-        owed = self._store
-        if owed is None or owed.lock_owed is None:
-            return True
-        try:
-            fresh = await anyio.to_thread.run_sync(self._open_store)
-        except StoreLocked as exc:
-            self.write_fault.stay(
-                StoreLocked(f"{exc}; this process serves it read-only until it restarts")
-            )
-            await self._read_beside_the_writer(owed)
-            return False
-        except Exception as exc:  # the probes go on; a bug here must not end them
-            log.warning("store_lock_not_taken", error=f"{type(exc).__name__}: {exc}")
-            return False
-        if fresh.lock_owed is not None:
-            fresh.close()
-            return False
-        fresh.usage.take_over(owed.usage)
-        self._store, self._upkeep_started = fresh, False
-        owed.close()
-        log.info("store_lock_taken", location=str(self.location))
-        return True
-
-    async def _read_beside_the_writer(self, owed: LanceStore) -> None:
-        """Serve reads from a read-only open from now on, which sees the other writer's
-        commits (the open that owed the lock reads only its own)."""
-        try:
-            reader = await anyio.to_thread.run_sync(
-                lambda: LanceStore.configured(
-                    self.location, self.settings, model=self.model, read_only=True
-                )
-            )
-        except Exception as exc:  # the old open still serves what it saw
-            log.warning("store_reader_not_opened", error=f"{type(exc).__name__}: {exc}")
-            return
-        self._store = reader
-        owed.close()
 
     async def teardown(self) -> None:
         if self._store is None:
@@ -238,8 +200,14 @@ class StorageActor(StorageReads, StorageUpkeep):
             except Exception as exc:
                 # Never mask the crash that brought us here; the counts are lost, say so.
                 log.error("usage_flush_failed", pending=self._store.usage.pending, error=str(exc))
+        if self._store.locked:  # what the last writes committed gets its checksums
+            self._sealed_at = -math.inf
+            await self._seal_if_due()
         await self.close_forwarder()
         self._store.close()
+        if self._view is not None:  # links only: their targets stay
+            shutil.rmtree(self._view, ignore_errors=True)
+            self._view = None
 
     async def handle(self, request: StorageRequest) -> object:
         if self.read_only:
@@ -327,6 +295,7 @@ class StorageActor(StorageReads, StorageUpkeep):
             await self._run(self.store.prepare_upkeep)
         if any(not isinstance(e.request, Maintain | MaintainIfDue) for e in batch):
             self.changed()
+            await self._seal_if_due()
         if self._maintenance_due():
             # Due in flight only when overdue or waited out: then not at the CPU the searches
             # leave over (upkeep_worker.at_normal_priority). Appends run beside (storage_beside).

@@ -40,6 +40,8 @@ class _Commands(LazyGroup):
         "health": ("ralph_context.cli.store", "health"),
         "reindex": ("ralph_context.cli.store", "reindex"),
         "redact": ("ralph_context.cli.store", "redact"),
+        "verify": ("ralph_context.cli.integrity", "verify"),
+        "repair": ("ralph_context.cli.integrity", "repair"),
         "demo": ("ralph_context.cli.items", "demo"),
         "serve": ("ralph_context.cli.serve", "serve"),
         "console": ("ralph_context.cli.serve", "console"),

@@ -24,6 +24,7 @@ from rich.table import Table
 from ralph_context import namespaces
 from ralph_context.cli.base import ConfigOption, JsonOption, LogOption
 from ralph_context.cli.engine import engine_for, reader_for, reported, run
+from ralph_context.cli.integrity import quick_check
 from ralph_context.cli.output import emit_json, err, fail, load_settings, out
 from ralph_context.cli.remote import call_tool, served
 from ralph_context.config import Settings
@@ -168,9 +169,14 @@ def health(
     config: ConfigOption = None, as_json: JsonOption = False, log_level: LogOption = None
 ) -> None:
     """Per-actor health and the retrieval tier in effect (the running server's when one
-    holds the store). Exits 1 unless fully semantic and writable."""
+    holds the store), and what the store's files show of damage (``verify --quick``).
+    Exits 1 unless fully semantic, writable and undamaged."""
     settings = load_settings(config, log_level)
     report = reported(lambda: _health_payload(settings))
+    folder = settings.store_path() if not settings.is_ephemeral else None
+    files = quick_check(folder) if isinstance(folder, Path) and folder.is_dir() else None
+    if files is not None:
+        report["files"] = files
     if as_json:
         emit_json(report)
     else:
@@ -187,7 +193,10 @@ def health(
         out.print(f"store: {report['store']}", highlight=False)
         if report.get("write_error"):
             out.print(f"writes refused: {report['write_error']}", highlight=False)
-    if report["tier"] != "semantic" or report.get("write_error"):
+        for finding in files["findings"] if files else ():
+            out.print(f"damaged: {finding['file']}: {finding['problem']}", highlight=False)
+    damaged = files is not None and not files["ok"]
+    if report["tier"] != "semantic" or report.get("write_error") or damaged:
         raise typer.Exit(1)
 
 

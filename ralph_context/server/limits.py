@@ -117,13 +117,24 @@ class InFlight:
         self._waiting: deque[anyio.Event] = deque()
         self._window: list[float] = []
         self._window_started = clock()
-        # Calls answered per second, over the last windows (how fast the queue moves).
+        # Calls answered per second, over the last windows (how fast the queue moves),
+        # and the last window's median seconds.
         self._rate = 0.0
+        self._median = 0.0
 
     @property
     def allowed(self) -> int:
         """Calls that may be in flight now."""
         return max(self.floor, int(self.limit))
+
+    @property
+    def wait_now(self) -> float:
+        """How long a call may wait for a slot now: ``queue_wait``, less what the last
+        window's calls took beyond ``target`` (a call admitted late on a slow machine
+        would be served late too: better refused, to come back later)."""
+        if self.target is None:
+            return self.queue_wait
+        return max(0.0, min(self.queue_wait, self.queue_wait + self.target - self._median))
 
     @property
     def queued(self) -> int:
@@ -150,7 +161,7 @@ class InFlight:
         self._waiting.append(turn)
         admitted = False
         try:
-            with anyio.move_on_after(self.queue_wait):
+            with anyio.move_on_after(self.wait_now):
                 await turn.wait()
             admitted = turn.is_set()
             return admitted
@@ -182,7 +193,7 @@ class InFlight:
         span = now - self._window_started
         if span < self.target or len(self._window) < 3:
             return
-        middle = sorted(self._window)[len(self._window) // 2]
+        middle = self._median = sorted(self._window)[len(self._window) // 2]
         self._rate = 0.5 * self._rate + 0.5 * len(self._window) / span
         if middle > self.target:
             self.limit = max(float(self.floor), self.limit * 0.75)

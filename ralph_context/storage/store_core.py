@@ -21,12 +21,13 @@ import pyarrow.compute as pc
 from lancedb.index import FTS, Bitmap, BTree, LabelList
 
 from ralph_context._logging import get_logger
-from ralph_context.errors import ModelMismatch, StoreError, StoreUnwritable
+from ralph_context.errors import ModelMismatch, StoreDamaged, StoreError, StoreUnwritable
 from ralph_context.models import ContextItem
 from ralph_context.object_location import Location, ObjectLocation
-from ralph_context.storage import json_metadata, private, threads, writer_lock
+from ralph_context.storage import damage, json_metadata, private, threads, writer_lock
 from ralph_context.storage.archive import ArchiveStore
 from ralph_context.storage.caches import CacheSizes
+from ralph_context.storage.checksums import Ledger
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
 from ralph_context.storage.lease import MaintenanceLease
@@ -118,6 +119,8 @@ class StoreCore:
         # the lock file. Nothing may be written until the lock is taken (a new open, once
         # the disk takes writes: ``actors.storage_unwritable``); never two writers.
         self.lock_owed: StoreUnwritable | None = None
+        # The checksums of committed files (``checksums``), read at the first seal.
+        self._ledger: Ledger | None = None
         if self.lock_at is not None and not read_only:
             private.secure(self.lock_at)
             try:
@@ -127,8 +130,13 @@ class StoreCore:
                 self._closed = True  # holds no lock to release
         try:
             self._open(model_id, dimension)
-        except BaseException:
+        except BaseException as exc:  # re-raised: the lock is given up whatever ended it
             self.close()
+            if isinstance(location, Path) and _lance_error(exc):
+                try:  # a raw Lance error: name the damaged file, if that is what it is
+                    damage.raise_if_damaged(location)
+                except StoreDamaged as found:
+                    raise found from exc
             raise
 
     def _open(self, model_id: str | None, dimension: int | None) -> None:
@@ -362,3 +370,8 @@ class StoreCore:
                 values = table.search().select([column]).limit(None).to_arrow().column(column)
                 latest = max(latest, int(pc.max(values).as_py() or 0))
         return latest
+
+
+def _lance_error(exc: BaseException) -> bool:
+    """An error LanceDB or Lance raised (a damaged file among them), not one of ours."""
+    return isinstance(exc, Exception) and not isinstance(exc, StoreError)

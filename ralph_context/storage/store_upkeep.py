@@ -9,11 +9,15 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
+
+import lance
 
 from ralph_context import namespaces
 from ralph_context._logging import get_logger
-from ralph_context.storage import reads, upkeep_worker
+from ralph_context.storage import integrity, reads, upkeep_worker
+from ralph_context.storage.checksums import Ledger
 from ralph_context.storage.index_merge import INDEX as VECTOR_INDEX
 from ralph_context.storage.index_merge import merge_deltas
 from ralph_context.storage.store_core import TEXT_BEARING, TEXT_INDEX, StoreCore
@@ -27,6 +31,9 @@ ANOTHER_REPLICA = "another replica holds the maintenance lease of this store"
 # are outside it: a query scans them meanwhile (210 rows: +2.5-4 ms a full-text query at
 # 40k items), and each refresh rewrites the whole index (0.14-0.19 s at 57k).
 _TEXT_BATCH = 64
+# Bytes of new data files one seal hashes at most (a store written before checksums were
+# kept is sealed a slice at a time, not in one long pause of the writer).
+_SEAL_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,29 @@ class StoreUpkeep(StoreCore):
         if self.row_cache is not None:
             self.row_cache.clear()
         return report
+
+    def seal(self, budget: int = _SEAL_BYTES) -> int:
+        """Checksum the data files every table's latest version references that have none
+        yet, at most ``budget`` bytes of them (``checksums``); returns how many. Only a
+        local store this process writes seals; a disk that refuses the ledger's line leaves
+        the files unsealed until the next call."""
+        if not isinstance(self.location, Path) or not self.locked:
+            return 0
+        if self._ledger is None:
+            self._ledger = Ledger(self.location)
+        try:
+            files = [
+                path
+                for table in integrity.tables(self.location)
+                for path, _ in integrity.data_files(lance.dataset(str(table)))
+            ]
+            sealed = self._ledger.seal(files, budget)
+            if len(self._ledger.entries) > 2 * len(files) + 64:  # maintenance dropped files
+                self._ledger.keep_only(files)
+        except OSError as exc:
+            log.warning("files_not_sealed", error=str(exc))
+            return 0
+        return sealed
 
     def maintain(
         self, *, reclaim: bool = False, scrub: bool = False, settle: bool = False

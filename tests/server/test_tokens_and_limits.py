@@ -181,3 +181,19 @@ def test_only_calls_that_run_the_engine_count_against_the_in_flight_bound() -> N
     assert _does_work(scope("POST", mcp_session_id="abc"))
     assert not _does_work(scope("POST"))
     assert not _does_work(scope("GET", mcp_session_id="abc"))
+
+
+def test_calls_wait_less_for_a_slot_while_answers_run_slow() -> None:
+    now = [0.0]
+    gate = InFlight(8, target=0.3, queue_wait=0.4, clock=lambda: now[0])
+    assert gate.wait_now == 0.4
+    now[0] += 0.3
+    for _ in range(4):
+        gate.enter()
+        gate.leave(0.5)  # 0.2 s past the target: that much less to wait
+    assert abs(gate.wait_now - 0.2) < 1e-9
+    now[0] += 0.3
+    for _ in range(4):
+        gate.enter()
+        gate.leave(2.0)  # served that late, a call is better refused than admitted late
+    assert gate.wait_now == 0.0
