@@ -20,7 +20,7 @@ person understands with a single ``except RalphContextError``::
     │   ├── ModelMismatch           the store was embedded with another model
     │   ├── StoreLocked             another process writes the store (named in the message)
     │   ├── StoreUnwritable         a write failed for space, permissions or I/O: read-only
-    │   └── StoreDamaged            a table's latest version is unreadable: read-only, repair
+    │   └── StoreDamaged            the store's files are damaged: read-only, repair, salvage
     ├── ModelError                  the embedding model cannot be installed or loaded
     ├── ActorUnavailable            an actor is down, restarting, or did not answer in time
     ├── PromptFunctionError         a custom prompt's function raised or returned a non-string
@@ -178,9 +178,10 @@ class StoreUnwritable(StoreError):
 
 
 class StoreDamaged(StoreError):
-    """A table's latest version cannot be read (a truncated or corrupt manifest): the store
-    is served read-only at the newest version that can, and ``ralph-context repair`` makes
-    that version current. The message names the file and what it says.
+    """The store's files are damaged (a latest manifest unreadable, a data file missing or
+    changed): it is served read-only with what can be read (a table at its newest readable
+    version), ``ralph-context repair`` makes that version current, ``export`` saves what
+    can be read. The message names each file and what is wrong with it.
 
     Attributes:
         damaged: Each unreadable file, with Lance's words for it.
@@ -189,9 +190,11 @@ class StoreDamaged(StoreError):
     def __init__(self, location: str, damaged: list[tuple[str, str]]) -> None:
         named = "; ".join(f"{path}: {problem}" for path, problem in damaged)
         super().__init__(
-            f"the store at {location} is damaged ({named}); it is served read-only at the "
-            "newest version that can be read: run `ralph-context repair` to make that "
-            "version current (what the lost versions held is reported), then restart"
+            f"the store at {location} is damaged ({named}); it is served read-only with "
+            "what can be read. `ralph-context verify` checks every file; where a latest "
+            "version cannot be read, `ralph-context repair` makes the newest readable one "
+            "current (and reports what the lost versions held), then restart; `ralph-context "
+            "export` saves every fragment that can be read"
         )
         self.location = location
         self.damaged = damaged

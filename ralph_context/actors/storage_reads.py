@@ -25,6 +25,7 @@ from ralph_context.runtime import Actor, ActorState
 from ralph_context.storage.archive import ArchivedItem
 from ralph_context.storage.filters import DueFilter, ForgetSelection, ItemFilter
 from ralph_context.storage.lance_store import AgeRow, Forgettable, LanceStore, StoreStats
+from ralph_context.storage.salvage import Salvage
 
 log = get_logger("ralph_context.storage")
 
@@ -54,6 +55,19 @@ class StorageReads(Actor[StorageRequest, object]):
         self, ids: Sequence[str]
     ) -> list[tuple[ContextItem, Vectors | None]]:
         return await self._read(LanceStore.items_with_vectors, list(ids))
+
+    async def salvage(self, *, iterations: bool = False) -> Salvage:
+        return await self._read(LanceStore.salvage, iterations)
+
+    async def salvaged_items(
+        self, salvage: Salvage, fragment: int, offset: int, limit: int
+    ) -> list[tuple[ContextItem, Vectors | None]]:
+        return await self._read(LanceStore.salvaged_items, salvage, fragment, offset, limit)
+
+    async def salvaged_iterations(
+        self, salvage: Salvage, fragment: int, offset: int, limit: int
+    ) -> list[IterationResult]:
+        return await self._read(LanceStore.salvaged_iterations, salvage, fragment, offset, limit)
 
     async def list_items(self, where: ItemFilter, limit: int) -> list[ContextItem]:
         return await self._read(LanceStore.list_items, where, limit)

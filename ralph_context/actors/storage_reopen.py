@@ -50,7 +50,9 @@ class StorageReopen(StorageUpkeep):
         """The store at its newest readable versions, read-only (``storage.damage``)."""
         assert isinstance(self.location, Path), "only a local store is found damaged"
         self._view = damage.readable_view(self.location)
-        return LanceStore.configured(self._view, self.settings, model=self.model, read_only=True)
+        return LanceStore.configured(
+            self._view, self.settings, model=self.model, read_only=True, damaged=True
+        )
 
     async def _take_lock(self) -> bool:
         """Take the writer lock this open owes (the disk refused its file at open), now

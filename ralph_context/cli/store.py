@@ -106,6 +106,11 @@ def export_(
 
     report = run(work)
     err.print(_transfer_line("exported", report), highlight=False)
+    if report.unreadable:
+        err.print(f"could not read {report.lost} row(s) of the store:", highlight=False)
+        for part in report.unreadable:
+            err.print(f"  {part}", highlight=False)
+        raise typer.Exit(1)
 
 
 def import_(

@@ -30,7 +30,14 @@ from lance.file import LanceFileReader
 
 from ralph_context.errors import StoreDamaged, StoreError
 from ralph_context.storage import writer_lock
-from ralph_context.storage.integrity import Versions, data_files, manifests, tables, versions
+from ralph_context.storage.integrity import (
+    Versions,
+    check_store,
+    data_files,
+    manifests,
+    tables,
+    versions,
+)
 
 __all__ = ["Lost", "RepairReport", "damaged", "raise_if_damaged", "readable_view", "repair"]
 
@@ -46,16 +53,16 @@ def damaged(folder: Path) -> list[Versions]:
 
 
 def raise_if_damaged(folder: Path) -> None:
-    """Called when the store failed to open: if a table's latest version is unreadable,
-    say so, naming each file.
+    """Called when the store failed to open: if its files show damage (``integrity``'s
+    quick check: a latest manifest unreadable, a file missing or of another size or
+    checksum), say so, naming each file.
 
     Raises:
-        StoreDamaged: A table's latest manifest cannot be read.
+        StoreDamaged: What is damaged.
     """
-    broken = damaged(folder)
-    if broken:
-        named = [(str(path), problem) for found in broken for path, problem in found.broken]
-        raise StoreDamaged(str(folder), named)
+    found = check_store(folder)
+    if found.findings:
+        raise StoreDamaged(str(folder), [(str(f.file), f.problem) for f in found.findings])
 
 
 def readable_view(folder: Path) -> Path:

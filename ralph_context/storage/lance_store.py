@@ -52,6 +52,8 @@ class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
         replica_url: On object storage, where this replica takes the others' writes while
             it holds the lease (``forwarding``).
         caches: How large LanceDB's index and metadata caches may grow (``caches``).
+        damaged: ``read_only`` on a store found damaged (``damage``): what cannot be read
+            is counted as nothing rather than refusing the open.
 
     Raises:
         StoreLocked: Another process writes the store (not when ``read_only``).
@@ -67,6 +69,7 @@ class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
         model: tuple[str, int] | None,
         read_only: bool = False,
         lock_at: Location | None = None,
+        damaged: bool = False,
     ) -> LanceStore:
         """The store at ``location`` opened as ``storage:`` says (index, retention, refresh,
         lease and cache settings), for ``model`` (its id and dimension, ``None``: none
@@ -85,4 +88,5 @@ class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
             replica_url=settings.replica_url,
             caches=CacheSizes.of(settings),
             io_uring=settings.io_uring,
+            damaged=damaged,
         )

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +95,7 @@ class StoreCore:
         replica_url: str | None = None,
         caches: CacheSizes | None = None,
         io_uring: bool = True,
+        damaged: bool = False,
     ) -> None:
         self.location = location
         self._io_uring = io_uring
@@ -112,6 +115,9 @@ class StoreCore:
         lock = lock_at or location
         self.lock_at = lock if isinstance(lock, Path) else None
         self.read_only = read_only
+        # Opened on a store found damaged (``damage``): read-only, and the counts a
+        # damaged file makes unreadable are 0 (searches may fail; export salvages).
+        self.damaged = damaged and read_only
         self._closed = read_only  # nothing to release
         self.vector_index_min_rows = vector_index_min_rows
         self.version_retention = version_retention
@@ -184,7 +190,7 @@ class StoreCore:
             self.archive.migrate_metadata()
         self.packs = PackSpace(self._db, self.dimension)
         self.searcher = self._search_table()
-        self._vector_rows = int(self.items.count_rows("vector IS NOT NULL"))
+        self._vector_rows = self._counted(lambda: self.items.count_rows("vector IS NOT NULL"))
         # Hot rows by type and state, kept by this process's writes (none when reading
         # beside another writer, or when other replicas write too).
         self._tally = None if self.read_only or self.shared else Tally(self.items)
@@ -197,7 +203,7 @@ class StoreCore:
         self._delta_rows = 0
         self._text_pending = 0
         self._cleaned_at = -math.inf
-        self._next_sequence = threads.last_place(self.items) + 1
+        self._next_sequence = self._counted(lambda: threads.last_place(self.items) + 1)
         self._latest: int | None = None
         self._latest_read_at = -math.inf
         self.prewarm()
@@ -208,6 +214,16 @@ class StoreCore:
             and (recorded is None or recorded.model_id is None)
         ):
             self._write_record()
+
+    def _counted(self, count: Callable[[], int]) -> int:
+        """``count()``, or 0 on a damaged store whose files cannot give it."""
+        try:
+            return int(count())
+        except Exception as exc:
+            if not self.damaged:
+                raise
+            log.warning("store_count_unreadable", error=str(exc).split(", /", 1)[0])
+            return 0
 
     @property
     def locked(self) -> bool:
@@ -366,12 +382,17 @@ class StoreCore:
     def _scan_latest(self) -> int:
         latest = 0
         for table, column in ((self.iterations, "iteration"), (self.items, "created_iteration")):
-            if table.count_rows():
-                values = table.search().select([column]).limit(None).to_arrow().column(column)
-                latest = max(latest, int(pc.max(values).as_py() or 0))
+            latest = max(latest, self._counted(partial(_highest, table, column)))
         return latest
 
 
 def _lance_error(exc: BaseException) -> bool:
     """An error LanceDB or Lance raised (a damaged file among them), not one of ours."""
     return isinstance(exc, Exception) and not isinstance(exc, StoreError)
+
+
+def _highest(table: Any, column: str) -> int:
+    if not table.count_rows():
+        return 0
+    values = table.search().select([column]).limit(None).to_arrow().column(column)
+    return int(pc.max(values).as_py() or 0)

@@ -16,6 +16,7 @@ from ralph_context.errors import IdempotencyConflict, ItemNotFound
 from ralph_context.models import ContextItem
 from ralph_context.storage import reads, threads
 from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.salvage import Salvage
 from ralph_context.storage.schema import item_to_row
 from ralph_context.storage.store_core import StoreCore
 from ralph_context.storage.vectors import vector_list, vector_matrix
@@ -285,6 +286,20 @@ class StoreItems(StoreCore):
         # The first call's writer died between the key and the item: finish it.
         (stored,) = self.add_items([(item.model_copy(update={"id": known}), vector)])
         return stored, True
+
+    def salvage(self, iterations: bool = False) -> Salvage:
+        """The hot table (or the iterations') pinned at its version, to be read a fragment
+        at a time (``salvage``: an export gets every fragment that can be read)."""
+        return Salvage(self.iterations if iterations else self.items)
+
+    def salvaged_items(
+        self, salvage: Salvage, fragment: int, offset: int, limit: int
+    ) -> list[tuple[ContextItem, Vectors | None]]:
+        """Up to ``limit`` items of one fragment of :meth:`salvage`, with their vectors."""
+        table = salvage.rows(fragment, offset, limit)
+        vectors = vector_list(table.column("vector"), self.dimension)
+        rows = table.drop_columns(["vector"]).to_pylist()
+        return [(self._item(row), vector) for row, vector in zip(rows, vectors, strict=True)]
 
     def all_ids(self) -> list[str]:
         """Every item id (for re-embedding and audits)."""

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from ralph_context.models import IterationResult
+from ralph_context.storage.salvage import Salvage
 from ralph_context.storage.schema import (
     iteration_from_row,
     iteration_to_row,
@@ -51,6 +52,12 @@ class StoreIterations(StoreCore):
         if not found:
             return None
         return iteration_from_row(max(found, key=lambda r: r["created_at"]))
+
+    def salvaged_iterations(
+        self, salvage: Salvage, fragment: int, offset: int, limit: int
+    ) -> list[IterationResult]:
+        """Up to ``limit`` iteration records of one fragment of ``salvage(iterations=True)``."""
+        return [iteration_from_row(r) for r in salvage.rows(fragment, offset, limit).to_pylist()]
 
     def recent_iterations(self, last_n: int) -> list[IterationResult]:
         """The ``last_n`` most recent iterations, newest first."""

@@ -15,26 +15,31 @@ without vectors) the text is embedded again. Items whose id is already in the st
 skipped, so importing a file twice, or into the store it came from, stores nothing twice.
 Archived items come back archived; their vectors are not exported (they are embedded
 again on import), nor are the full texts kept for summarized items.
+
+Export reads the items and the iterations a fragment at a time: from a damaged store it
+writes every row that can be read and reports each fragment that cannot, with its rows
+(one deleted data file once made it write 0 of 755 items).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import numpy as np
 
 from ralph_context import origin
-from ralph_context.errors import InvalidInput
+from ralph_context.errors import InvalidInput, StoreError
 from ralph_context.models import ContextItem, IterationResult
 from ralph_context.validation import check_content, check_metadata, check_tags
 
 if TYPE_CHECKING:
     from ralph_context.embeddings.local import Vectors
     from ralph_context.engine import Engine
+    from ralph_context.storage.salvage import Salvage
 
 __all__ = ["FORMAT", "TransferReport", "export_store", "import_store"]
 
@@ -43,6 +48,7 @@ FORMAT = "ralph-context-export/1"
 _CHUNK = 256
 
 Progress = Callable[[int], None]
+T = TypeVar("T")
 
 
 @dataclass
@@ -54,6 +60,10 @@ class TransferReport:
     iterations: int = 0
     skipped: int = 0
     embedded: int = 0
+    # What an export could not read (a damaged or missing file): each fragment or part,
+    # with why, and the rows they held (by the manifest) that are not in the file.
+    unreadable: list[str] = field(default_factory=list)
+    lost: int = 0
 
 
 async def export_store(
@@ -71,25 +81,53 @@ async def export_store(
         "vectors": vectors,
     }
     out.write(json.dumps(header) + "\n")
-    ids = await storage.all_ids()
-    for start in range(0, len(ids), _CHUNK):
-        for item, vector in await storage.items_with_vectors(ids[start : start + _CHUNK]):
-            shown = vector.tolist() if vectors and vector is not None else None
-            _line(out, {"kind": "item", "item": item.model_dump(mode="json"), "vector": shown})
-            report.items += 1
-        _tick(progress, report)
-    archived_ids = [entry.item.id for entry in await storage.archived_rows()]
-    for start in range(0, len(archived_ids), _CHUNK):
-        for entry in await storage.find_archived(archived_ids[start : start + _CHUNK]):
-            if entry.reason == "archived":
-                _line(out, {"kind": "archived", "item": entry.item.model_dump(mode="json")})
-                report.archived += 1
-        _tick(progress, report)
-    for result in await storage.recent_iterations(1 << 62):
+    # A fragment at a time: one whose files cannot be read costs its own rows (``salvage``).
+    hot = await storage.salvage()
+    async for item, vector in _salvaged(hot, storage.salvaged_items, report):
+        shown = vector.tolist() if vectors and vector is not None else None
+        _line(out, {"kind": "item", "item": item.model_dump(mode="json"), "vector": shown})
+        report.items += 1
+        if report.items % _CHUNK == 0:
+            _tick(progress, report)
+    try:
+        archived_ids = [entry.item.id for entry in await storage.archived_rows()]
+        for start in range(0, len(archived_ids), _CHUNK):
+            for entry in await storage.find_archived(archived_ids[start : start + _CHUNK]):
+                if entry.reason == "archived":
+                    _line(out, {"kind": "archived", "item": entry.item.model_dump(mode="json")})
+                    report.archived += 1
+            _tick(progress, report)
+    except StoreError as exc:
+        report.unreadable.append(f"the archive: {exc}")
+    records = await storage.salvage(iterations=True)
+    async for result in _salvaged(records, storage.salvaged_iterations, report):
         _line(out, {"kind": "iteration", "iteration": result.model_dump(mode="json")})
         report.iterations += 1
     _tick(progress, report)
     return report
+
+
+async def _salvaged(
+    salvage: Salvage,
+    read: Callable[[Salvage, int, int, int], Awaitable[list[T]]],
+    report: TransferReport,
+) -> AsyncIterator[T]:
+    """Every row of ``salvage`` that can be read, a slice at a time; a fragment that
+    cannot is named in ``report`` with its rows not read."""
+    for piece in salvage.pieces:
+        offset = 0
+        while offset < piece.rows:
+            try:
+                rows = await read(salvage, piece.fragment, offset, _CHUNK)
+            except StoreError as exc:
+                report.unreadable.append(f"{', '.join(piece.files)}: {exc}")
+                report.lost += piece.rows - offset
+                break
+            if not rows:
+                break
+            for row in rows:
+                yield row
+            offset += len(rows)
 
 
 async def import_store(
