@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import configuration
 from ralph_context.config import Settings
 from ralph_context.embeddings.install import read_manifest
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
+from tests.disk_faults import small_disk
 from tests.helpers import Loader, SettingsFactory
 
 
@@ -62,3 +64,10 @@ def make_settings(tmp_path: Path) -> SettingsFactory:
         return Settings.load(None).with_overrides(storage=storage, **sections)
 
     return build
+
+
+@pytest.fixture
+def disk(tmp_path: Path) -> Iterator[Path]:
+    """A small tmpfs of the test's own (``tests/disk_faults.py``: root only, as in CI)."""
+    with small_disk(tmp_path) as mounted:
+        yield mounted

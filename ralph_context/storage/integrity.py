@@ -22,7 +22,7 @@ damaged to open.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -81,18 +81,7 @@ class Integrity:
         return not self.findings
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "folder": self.folder,
-            "deep": self.deep,
-            "ok": self.ok,
-            "tables": self.tables,
-            "files": self.files,
-            "hashed": self.hashed,
-            "unsealed": self.unsealed,
-            "rows": self.rows,
-            "vectors": self.vectors,
-            "findings": [{"file": f.file, "problem": f.problem} for f in self.findings],
-        }
+        return {**asdict(self), "ok": self.ok}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from ralph_context.actors.storage_unwritable import READ_ONLY
 from ralph_context.storage import threads
 from ralph_context.storage.schema import ITEMS
 from ralph_context.storage.writer_lock import LOCK_FILE
-from tests.disk_faults import immutable, small_disk
+from tests.disk_faults import immutable
 from tests.helpers import Loader, SettingsFactory
 from tests.server_process import run_cli, store_config
 
@@ -41,12 +41,6 @@ HOLD_LOCK = (
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def disk(tmp_path: Path) -> Iterator[Path]:
-    with small_disk(tmp_path) as mounted:
-        yield mounted
 
 
 @contextmanager

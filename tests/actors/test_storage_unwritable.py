@@ -4,7 +4,6 @@ real engine on the real LanceDB store, on a small tmpfs made full, immutable or 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -12,7 +11,7 @@ import pytest
 
 from ralph_context import ContextItem, Engine, IterationResult, StoreUnwritable, Tier
 from ralph_context.actors.storage_unwritable import READ_ONLY
-from tests.disk_faults import fill, immutable, read_only_mount, small_disk
+from tests.disk_faults import fill, immutable, read_only_mount
 from tests.helpers import Loader, SettingsFactory
 
 # Ten items of unrelated meaning: each is the best match of a search for its own text.
@@ -35,12 +34,6 @@ RESUME_WITHIN = 30
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"  # the engine's behaviour; the runtime's own tests cover trio
-
-
-@pytest.fixture
-def disk(tmp_path: Path) -> Iterator[Path]:
-    with small_disk(tmp_path) as mounted:
-        yield mounted
 
 
 async def _all_found(engine: Engine, stored: list[ContextItem]) -> int:

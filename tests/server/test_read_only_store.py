@@ -6,7 +6,6 @@ tmpfs: root only, as in CI; see ``tests/disk_faults.py``)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -14,7 +13,7 @@ import httpx
 import mcp
 import pytest
 
-from tests.disk_faults import fill, small_disk
+from tests.disk_faults import fill
 from tests.server.console_servers import console_config, console_url, mcp_client, store
 from tests.server.mcp_scenario import call, error_of
 from tests.server_process import start_http_server
@@ -37,12 +36,6 @@ async def _top(client: mcp.Client, query: str) -> str | None:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def disk(tmp_path: Path) -> Iterator[Path]:
-    with small_disk(tmp_path) as mounted:
-        yield mounted
 
 
 async def test_a_full_disk_is_refused_with_its_cause_shown_as_degraded_and_writes_come_back(

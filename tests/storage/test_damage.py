@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -23,12 +24,12 @@ from tests.helpers import Loader, SettingsFactory
 from tests.server_process import run_cli, store_config
 
 NOTES = [
-    "The deploy script restarts the payment service after the database migration.",
-    "Grandma's tomato soup needs basil, garlic and two hours on a low flame.",
-    "The flaky integration test waits on a port that another job still holds.",
-    "Our hiking trip crossed the glacier before noon to avoid the soft snow.",
-    "Upgrading numpy broke the pickled models trained with the old version.",
-    "The violin concerto's second movement is marked adagio cantabile.",
+    "The release checklist asks for a signed tag before the changelog is published.",
+    "Sourdough starter wants feeding twice a day while the kitchen stays warm.",
+    "The cache key forgot the locale, so German users saw English prices.",
+    "A heron waited at the pond's edge until the carp came up for bread.",
+    "Pinning the protobuf version fixed the generated stubs failing to import.",
+    "The quartet rehearsed the scherzo slowly, then at the marked tempo.",
 ]
 
 
@@ -37,10 +38,25 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def _stored(settings: Settings, loader: Loader) -> list[ContextItem]:
-    """Each note stored by a write of its own (a data file each), the store closed."""
-    async with Engine(settings, model_loader=loader) as engine:
-        return [await engine.store(note, "output") for note in NOTES]
+@dataclass
+class Written:
+    """A store of :data:`NOTES`, each stored by a write of its own (a data file each),
+    closed: its settings, the items and the hot table's folder."""
+
+    settings: Settings
+    items: list[ContextItem]
+    table: Path
+
+
+@pytest.fixture
+async def written(make_settings: SettingsFactory, shared_model: Loader) -> Written:
+    settings = make_settings()
+    with anyio.fail_after(120):
+        async with Engine(settings, model_loader=shared_model) as engine:
+            items = [await engine.store(note, "output") for note in NOTES]
+    store = settings.store_path()
+    assert isinstance(store, Path)
+    return Written(settings, items, store / f"{ITEMS}.lance")
 
 
 async def _present(engine: Engine, items: list[ContextItem]) -> set[str]:
@@ -55,12 +71,6 @@ async def _present(engine: Engine, items: list[ContextItem]) -> set[str]:
     return found
 
 
-def _table(settings: Settings) -> Path:
-    store = settings.store_path()
-    assert isinstance(store, Path)
-    return store / f"{ITEMS}.lance"
-
-
 def _data_file_of(table: Path, content: str) -> Path:
     """The data file holding ``content`` (each note was written alone)."""
     for path in (table / "data").glob("*.lance"):
@@ -70,12 +80,10 @@ def _data_file_of(table: Path, content: str) -> Path:
 
 
 async def test_a_truncated_latest_manifest_serves_the_version_before_and_repair_restores_it(
-    make_settings: SettingsFactory, shared_model: Loader
+    written: Written, shared_model: Loader
 ) -> None:
-    settings = make_settings()
+    settings, stored, table = written.settings, written.items, written.table
     with anyio.fail_after(180):
-        stored = await _stored(settings, shared_model)
-        table = _table(settings)
         latest = manifests(table)[max(manifests(table))]
         with latest.open("r+b") as manifest:
             manifest.truncate(latest.stat().st_size // 2)
@@ -102,12 +110,10 @@ async def test_a_truncated_latest_manifest_serves_the_version_before_and_repair_
 
 
 async def test_random_bytes_in_a_data_file_are_reported_by_verify_and_health(
-    make_settings: SettingsFactory, shared_model: Loader, tmp_path: Path
+    written: Written, tmp_path: Path
 ) -> None:
-    settings = make_settings()
+    table = written.table
     with anyio.fail_after(300):
-        await _stored(settings, shared_model)
-        table = _table(settings)
         damaged = _data_file_of(table, NOTES[2])
         size = damaged.stat().st_size
         with damaged.open("r+b") as data:  # 4 KiB of noise, the size kept
@@ -128,13 +134,11 @@ async def test_random_bytes_in_a_data_file_are_reported_by_verify_and_health(
 
 
 async def test_a_deleted_data_file_costs_export_only_its_own_items(
-    make_settings: SettingsFactory, shared_model: Loader
+    written: Written, shared_model: Loader
 ) -> None:
-    settings = make_settings()
+    settings, stored = written.settings, written.items
     with anyio.fail_after(180):
-        stored = await _stored(settings, shared_model)
-        table = _table(settings)
-        gone = _data_file_of(table, NOTES[3])
+        gone = _data_file_of(written.table, NOTES[3])
         gone.unlink()
         out = io.StringIO()
         async with Engine(settings, model_loader=shared_model, read_only=True) as engine:
