@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
 import pytest
 
 from ralph_context.errors import ConfigError
+from ralph_context.server.admission import is_write
 from ralph_context.server.http import _does_work
 from ralph_context.server.limits import InFlight, RateLimiter, retry_after
 from ralph_context.server.tokens import ENV_TOKEN, TokenBook, new_token
@@ -197,3 +199,33 @@ def test_calls_wait_less_for_a_slot_while_answers_run_slow() -> None:
         gate.enter()
         gate.leave(2.0)  # served that late, a call is better refused than admitted late
     assert gate.wait_now == 0.0
+
+
+async def test_a_call_is_a_write_by_its_tool_named_in_the_header_or_the_body() -> None:
+    writes = frozenset({"store_context"})
+
+    def body(tool: str) -> bytes:
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool}}
+        return json.dumps(call).encode()
+
+    async def classify(scope: dict[str, object], payload: bytes) -> tuple[bool, bytes]:
+        half = len(payload) // 2
+        messages = [
+            {"type": "http.request", "body": payload[:half], "more_body": True},
+            {"type": "http.request", "body": payload[half:], "more_body": False},
+        ]
+
+        async def receive() -> dict[str, object]:
+            return messages.pop(0)
+
+        write, replay = await is_write(scope, receive, writes)
+        seen = b""
+        for _ in range(2):  # the body, handed on unchanged to the session manager
+            seen += (await replay())["body"]
+        return write, seen
+
+    named: dict[str, object] = {"headers": [(b"mcp-name", b"store_context")]}
+    assert (await classify(named, b"{}"))[0]
+    assert await classify({"headers": []}, body("store_context")) == (True, body("store_context"))
+    assert not (await classify({"headers": []}, body("get_relevant_context")))[0]
+    assert not (await classify({"headers": []}, b"not json"))[0]
