@@ -105,4 +105,7 @@ class StorageReopen(StorageUpkeep):
         if self._store is None or now - self._sealed_at < SEAL_EVERY:
             return
         self._sealed_at = now
-        await anyio.to_thread.run_sync(self._store.seal)
+        try:
+            await anyio.to_thread.run_sync(self._store.seal)
+        except Exception as exc:  # a table being made, a damaged file: verify says which
+            log.warning("files_not_sealed", error=f"{type(exc).__name__}: {exc}"[:500])
