@@ -80,7 +80,13 @@ def _health_payload(settings: Settings) -> dict[str, Any]:
             )
         return report.model_dump(mode="json")
 
-    return run(work)
+    payload = run(work)
+    # The files' quick look (lance's reads) only here: beside a server health stays a
+    # thin client of it, and `verify` (which needs no store opened) checks the files.
+    folder = settings.store_path()
+    if isinstance(folder, Path) and folder.is_dir():
+        payload["files"] = quick_check(folder)
+    return payload
 
 
 def export_(
@@ -174,14 +180,11 @@ def health(
     config: ConfigOption = None, as_json: JsonOption = False, log_level: LogOption = None
 ) -> None:
     """Per-actor health and the retrieval tier in effect (the running server's when one
-    holds the store), and what the store's files show of damage (``verify --quick``).
-    Exits 1 unless fully semantic, writable and undamaged."""
+    holds the store), and, read here, what the store's files show of damage (``verify
+    --quick``). Exits 1 unless fully semantic, writable and undamaged."""
     settings = load_settings(config, log_level)
     report = reported(lambda: _health_payload(settings))
-    folder = settings.store_path() if not settings.is_ephemeral else None
-    files = quick_check(folder) if isinstance(folder, Path) and folder.is_dir() else None
-    if files is not None:
-        report["files"] = files
+    files = report.get("files")
     if as_json:
         emit_json(report)
     else:
@@ -198,6 +201,10 @@ def health(
         out.print(f"store: {report['store']}", highlight=False)
         if report.get("write_error"):
             out.print(f"writes refused: {report['write_error']}", highlight=False)
+        if files is None:
+            out.print(
+                "files: not checked beside a server (`ralph-context verify` does)", highlight=False
+            )
         for finding in files["findings"] if files else ():
             out.print(f"damaged: {finding['file']}: {finding['problem']}", highlight=False)
     damaged = files is not None and not files["ok"]
