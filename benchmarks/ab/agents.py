@@ -6,7 +6,9 @@ in the prompt. Missing a fact, it acts on a distractor's answer if the prompt sh
 the prompt does not already show that answer ``rejected``), otherwise it explores, or — with
 probability ``guess_rate`` — guesses among the answers it has heard of for that question
 (the distractors' and the true one) and may err. Its success therefore depends entirely on
-what reached the prompt.
+what reached the prompt. A memory block marked as about code that changed or was deleted
+since it was noted (``### [ERROR] (who, when, src/x.py changed 2 hours ago)``) is a lead to
+check, not a fact: the reader takes nothing from it, as a careful model would re-check it.
 
 ``OpenAIAgent`` sends the same prompt to any OpenAI-compatible chat endpoint and parses a
 JSON action from the reply; a reply it cannot parse counts as exploring the first open
@@ -25,7 +27,7 @@ import httpx
 from benchmarks.ab.environment import Action
 from benchmarks.ab.suite import Fact, Task
 
-__all__ = ["Agent", "OpenAIAgent", "ReaderAgent"]
+__all__ = ["Agent", "OpenAIAgent", "ReaderAgent", "marked", "trusted"]
 
 
 class Agent(Protocol):
@@ -40,18 +42,44 @@ class ReaderAgent:
         self.guess_rate = guess_rate
 
     async def act(self, prompt: str, task: Task, needed: list[Fact]) -> Action:
+        prompt = trusted(prompt)
         answers = {f.id: f.answer for f in needed if f.answer in prompt}
         missing = [f for f in needed if f.id not in answers]
         if not missing:
             return Action.attempt(answers)
         fact = missing[0]
-        heard = [d.answer for d in task.distractors if d.fact == fact.id]
+        heard = task.heard(fact.id)
         misleading = [a for a in heard if a in prompt and f"rejected: {a}" not in prompt]
         if misleading:
             return Action.attempt(answers | {fact.id: misleading[0]})
         if self.rng.random() < self.guess_rate:
             return Action.attempt(answers | {fact.id: self.rng.choice([*heard, fact.answer])})
         return Action.explore(fact.id)
+
+
+# A memory block's heading: ``### [TYPE] (who, when)``, and a third field when it is marked.
+_BLOCK = re.compile(r"^### \[[A-Z]+\] \((?P<fields>.*)\)$")
+
+
+def marked(heading: str) -> bool:
+    """Whether a memory block's heading line carries a staleness mark."""
+    match = _BLOCK.match(heading)
+    return match is not None and len(match["fields"].split(", ")) > 2
+
+
+def trusted(prompt: str) -> str:
+    """``prompt`` without the memory blocks marked stale (their heading and content line)."""
+    lines = prompt.split("\n")
+    kept: list[str] = []
+    skip = False
+    for line in lines:
+        if _BLOCK.match(line) is not None:
+            skip = marked(line)
+        elif skip and not line.strip():
+            skip = False
+        if not skip:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 INSTRUCTIONS = """You are an agent working through a software task one step per iteration.
