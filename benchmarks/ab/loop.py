@@ -14,7 +14,8 @@ engine that is then closed: the run reopens the store, as a new session would.
 
 What memory costs is counted per measured iteration: the tokens of the injected section, its
 items, those holding an answer the current step needs (precision is their share), and
-whether a hazard's wrong answer was pushed unmarked (as fact).
+whether a hazard's wrong answer was pushed as fact (unmarked, and not as a step's rejected
+answer).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 from ralph_orchestrator.adapters.base import ToolResponse
 from ralph_orchestrator.context import ContextManager
 
-from benchmarks.ab.agents import Agent, marked
+from benchmarks.ab.agents import Agent, pushed_as_fact
 from benchmarks.ab.environment import Outcome, TaskEnvironment
 from benchmarks.ab.prior import code_moves_on, make_project, remember, settings_of
 from benchmarks.ab.suite import Task
@@ -182,9 +183,7 @@ def _measure_context(prompt: str, env: TaskEnvironment, episode: Episode) -> Non
     episode.injected_items.append(len(blocks))
     episode.useful_items.append(useful)
     wrong = [h.answer for h in env.task.hazards if h.answer]
-    if any(
-        not marked(block.split("\n", 1)[0]) and any(a in block for a in wrong) for block in blocks
-    ):
+    if any(pushed_as_fact(block, wrong) for block in blocks):
         episode.hazard_pushed += 1
     tokens = estimate_tokens(heading + section)
     episode.utilization.append(tokens / CONTEXT_TOKENS)
