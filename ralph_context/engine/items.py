@@ -19,6 +19,7 @@ from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, check_browse
 from ralph_context.config import Settings
 from ralph_context.embeddings.local import Vectors
+from ralph_context.engine.replay import refuse_replayed
 from ralph_context.errors import InvalidInput, ItemNotFound, StoreError
 from ralph_context.models import ContextItem, ContextState, ContextType, JsonValue
 from ralph_context.privacy import Redactor
@@ -133,6 +134,8 @@ class Items:
 
         Raises:
             InvalidInput: Any entry is invalid; nothing is stored.
+            ItemForgotten: Stored for a capture the hooks spooled before a forget that
+                deleted its text (``replay``); nothing is stored.
             ActorUnavailable: The store itself is down.
         """
         items: list[ContextItem] = []
@@ -141,6 +144,7 @@ class Items:
             await anyio.lowlevel.checkpoint()
         if not items:
             return []
+        refuse_replayed(self._wiring.require_storage(), items)  # a spooled capture's
         with self._wiring.foreground.busy():
             return await self._wiring.persist(items)
 

@@ -130,6 +130,11 @@ class Forgotten(BaseModel):
     # Iteration records deleted, and records kept with their text cleared.
     iterations: list[int]
     cleared_iterations: list[int]
+    # The store's files rewritten without deleted rows (this call's, and what an earlier
+    # delete left), how many old versions went; an unfinished earlier forget finished.
+    purged: bool = False
+    versions_removed: int = 0
+    finished_earlier: bool = False
 
     @classmethod
     def of(cls, report: ForgetReport) -> Forgotten:
@@ -139,6 +144,9 @@ class Forgotten(BaseModel):
             item_ids=list(report.item_ids),
             iterations=list(report.iterations),
             cleared_iterations=list(report.cleared_iterations),
+            purged=report.purged,
+            versions_removed=report.versions_removed,
+            finished_earlier=report.finished_earlier,
         )
 
 
