@@ -66,6 +66,7 @@ from ralph_context.runtime import Envelope, Foreground, PermanentFailure
 from ralph_context.storage.lance_store import LanceStore
 from ralph_context.storage.requests import Claim
 from ralph_context.storage.rewrite import rewrite_rows
+from ralph_context.storage.tombstones import KEY
 from ralph_context.storage.upkeep_worker import worker
 
 # The requests and hits callers use are also importable from here.
@@ -163,6 +164,12 @@ class StorageActor(StorageReads, StorageUpkeep):
     def request_target(self, key: str) -> Claim | None:
         """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
         return self.store.requests.get(key) if self._store is not None else None
+
+    def key_forgotten(self, key: str) -> bool:
+        """True when a forget dropped idempotency ``key`` with its item (in memory)."""
+        if self._store is None:
+            return False
+        return self.store.tombstones.has_digest(KEY, self.store.requests.digest(key))
 
     def forgotten_at(self, kind: str, value: str) -> datetime | None:
         """When a forget tombstoned ``value`` as a ``kind`` (``storage.tombstones``), if

@@ -29,6 +29,7 @@ from ralph_context.storage.forwarding import Forwarded
 from ralph_context.storage.lance_store import MaintenanceReport, StoreStats
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.requests import item_fingerprint
+from ralph_context.storage.store_items import forgotten_key
 from ralph_context.validation import (
     check_content,
     check_int,
@@ -109,6 +110,8 @@ class Items:
                 iteration more than ``lifecycle.max_iteration_step`` past the latest, or a
                 key that is not 1-200 characters of text. Nothing is stored.
             IdempotencyConflict: The key was used before with other arguments.
+            ItemForgotten: The key's item was forgotten since: a retry does not bring it
+                back (``storage.tombstones``).
             ActorUnavailable: The store itself is down.
         """
         entry = NewItem(content, content_type, tags, metadata, source, iteration)
@@ -119,6 +122,8 @@ class Items:
         built = self._wiring.build_item(entry)
         fingerprint = item_fingerprint(built, iteration)
         storage = self._wiring.require_storage()
+        if storage.key_forgotten(key):  # refused before the model spends anything on it
+            raise forgotten_key(key)
         with self._wiring.foreground.busy():
             first = storage.request_target(key)
             if first is not None:

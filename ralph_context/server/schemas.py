@@ -131,10 +131,9 @@ class Forgotten(BaseModel):
     iterations: list[int]
     cleared_iterations: list[int]
     # The store's files rewritten without deleted rows (this call's, and what an earlier
-    # delete left), how many old versions went; an unfinished earlier forget finished.
+    # delete or an unfinished forget left), and how many old versions went.
     purged: bool = False
     versions_removed: int = 0
-    finished_earlier: bool = False
 
     @classmethod
     def of(cls, report: ForgetReport) -> Forgotten:
@@ -146,7 +145,6 @@ class Forgotten(BaseModel):
             cleared_iterations=list(report.cleared_iterations),
             purged=report.purged,
             versions_removed=report.versions_removed,
-            finished_earlier=report.finished_earlier,
         )
 
 

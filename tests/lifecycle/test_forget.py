@@ -78,7 +78,6 @@ async def test_forget_context_through_the_real_server_leaves_no_trace(tmp_path: 
                 "iterations": [],
                 "cleared_iterations": [],
                 "purged": True,
-                "finished_earlier": False,
             }
 
             found = await call(client, "get_relevant_context", query="staging password hunter2")
