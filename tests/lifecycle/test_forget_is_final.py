@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ralph_context import Engine, ItemForgotten, ItemNotFound
+from ralph_context import Engine, ItemForgotten, ItemNotFound, Settings
 from ralph_context.config.agents import AgentsSettings
 from ralph_context.models import IterationResult
 from ralph_context.server.agents.daemon import ingest_spool
@@ -27,6 +27,15 @@ from tests.helpers import Loader, SettingsFactory, files_holding, marker
 TOKEN_KEY = "ghp_" + "Zq7Lm2Rx9Tn4Vb8Wc3Yd6Fg1Hj5Kp0MsQeRtYuAb"
 
 
+@pytest.fixture
+def store(make_settings: SettingsFactory) -> tuple[Settings, Path]:
+    """Settings of a store on a temp dir (lifecycle passes only when asked), and its folder."""
+    settings = make_settings(lifecycle={"auto_run": False})
+    root = settings.store_path()
+    assert isinstance(root, Path)
+    return settings, root
+
+
 async def _exported(engine: Engine) -> str:
     out = io.StringIO()
     await export_store(engine, out)
@@ -34,11 +43,9 @@ async def _exported(engine: Engine) -> str:
 
 
 async def test_an_import_of_an_export_taken_before_a_forget_does_not_bring_it_back(
-    make_settings: SettingsFactory, shared_model: Loader
+    store: tuple[Settings, Path], shared_model: Loader
 ) -> None:
-    settings = make_settings(lifecycle={"auto_run": False})
-    root = settings.store_path()
-    assert isinstance(root, Path)
+    settings, root = store
     secret = marker()
     async with Engine(settings, model_loader=shared_model) as engine:
         doomed = await engine.store(f"the staging password is {secret}", "output", tags=["x"])
@@ -78,11 +85,9 @@ async def test_an_import_of_an_export_taken_before_a_forget_does_not_bring_it_ba
 
 
 async def test_a_keyed_retry_after_a_forget_is_refused_and_the_key_never_reaches_disk(
-    make_settings: SettingsFactory, shared_model: Loader
+    store: tuple[Settings, Path], shared_model: Loader
 ) -> None:
-    settings = make_settings(lifecycle={"auto_run": False})
-    root = settings.store_path()
-    assert isinstance(root, Path)
+    settings, root = store
     secret = marker()
     async with Engine(settings, model_loader=shared_model) as engine:
         first = await engine.store(secret, "output", idempotency_key=TOKEN_KEY)
@@ -112,9 +117,9 @@ async def test_a_keyed_retry_after_a_forget_is_refused_and_the_key_never_reaches
 
 
 async def test_a_keyed_iteration_retried_after_a_forget_is_refused(
-    make_settings: SettingsFactory, shared_model: Loader
+    store: tuple[Settings, Path], shared_model: Loader
 ) -> None:
-    settings = make_settings(lifecycle={"auto_run": False})
+    settings, _ = store
     async with Engine(settings, model_loader=shared_model) as engine:
         result = IterationResult(iteration=1, success=False, summary="s", error="boom zq7x")
         error_item = await engine.record_iteration(result, idempotency_key="iter-1")
@@ -129,13 +134,11 @@ async def test_a_keyed_iteration_retried_after_a_forget_is_refused(
 
 
 async def test_a_forget_that_finds_nothing_purges_what_an_earlier_delete_left(
-    make_settings: SettingsFactory, shared_model: Loader
+    store: tuple[Settings, Path], shared_model: Loader
 ) -> None:
     """A prune deletes rows without rewriting files (the rows stay on disk until their
     file is compacted): a forget of the same items finds nothing, and purges them."""
-    settings = make_settings(lifecycle={"auto_run": False})
-    root = settings.store_path()
-    assert isinstance(root, Path)
+    settings, root = store
     secret = marker()
     async with Engine(settings, model_loader=shared_model) as engine:
         note = await engine.store(f"the key is {secret}", "output", tags=["keys"])
@@ -155,7 +158,7 @@ async def test_a_forget_that_finds_nothing_purges_what_an_earlier_delete_left(
 
 
 async def test_a_capture_spooled_before_a_forget_does_not_bring_it_back(
-    make_settings: SettingsFactory, shared_model: Loader, tmp_path: Path
+    store: tuple[Settings, Path], shared_model: Loader, tmp_path: Path
 ) -> None:
     """The same failure twice: one capture stored, one spooled while no server ran; the
     stored one is forgotten, then the spool is taken."""
@@ -164,7 +167,7 @@ async def test_a_capture_spooled_before_a_forget_does_not_bring_it_back(
     secret = marker()
     capture = failed(project, "./deploy.sh", f"DeployError: vault answered {secret}", "s1")
     assert spool(project, "claude", capture)  # spooled first (before the forget)
-    settings = make_settings(lifecycle={"auto_run": False})
+    settings, _ = store
     async with (
         Engine(settings, model_loader=shared_model) as engine,
         anyio.create_task_group() as group,

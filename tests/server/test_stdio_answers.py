@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,18 +64,11 @@ class Wire:
         Raises:
             queue.Empty: No answer within ``within`` seconds.
         """
-        deadline = time.monotonic() + within
-        while True:
-            line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            assert line, f"the server closed stdout:\n{self.process.stop()}"
-            message = json.loads(line)
-            if (
-                isinstance(message, dict)
-                and "id" in message
-                and message["id"] == wanted
-                and "method" not in message
-            ):
-                return message
+        found: dict[str, Any] = self._next(
+            lambda m: isinstance(m, dict) and "id" in m and m["id"] == wanted and "method" not in m,
+            within,
+        )
+        return found
 
     def batch(self, within: float = ANSWER_WITHIN) -> list[dict[str, Any]]:
         """The server's next answer that is an array (a batch's).
@@ -83,13 +76,18 @@ class Wire:
         Raises:
             queue.Empty: No array within ``within`` seconds.
         """
+        found: list[dict[str, Any]] = self._next(lambda m: isinstance(m, list), within)
+        return found
+
+    def _next(self, wanted: Callable[[Any], bool], within: float) -> Any:
+        """The next message the server writes that is ``wanted`` (the others skipped)."""
         deadline = time.monotonic() + within
         while True:
             line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
             assert line, f"the server closed stdout:\n{self.process.stop()}"
-            answer = json.loads(line)
-            if isinstance(answer, list):
-                return answer
+            message = json.loads(line)
+            if wanted(message):
+                return message
 
     def close(self) -> str:
         """Close the server's stdin (it exits, as at a client's end), then stop it; its
