@@ -104,8 +104,12 @@ class StoreForget(StoreLifecycle, StoreUpkeep):
             return None
         try:
             return ForgetPlan.from_json(text)
-        except (ValueError, KeyError, TypeError) as exc:  # cut short: nothing to act on
+        except (ValueError, KeyError, TypeError) as exc:
+            # Written whole (atomically) or not at all: a plan that does not parse is not
+            # one of ours to carry out. Said, and set aside.
             log.warning("forget_plan_unreadable", location=str(self.location), error=str(exc))
+            if not self.read_only:
+                remove(self.location, PENDING)
             return None
 
     def finish_forget(self) -> MaintenanceReport | None:
@@ -113,8 +117,6 @@ class StoreForget(StoreLifecycle, StoreUpkeep):
         was none)."""
         plan = self.pending_forget()
         if plan is None:
-            if self.location is not None:
-                remove(self.location, PENDING)  # an unreadable one: nothing it names is left
             return None
         self._carry_out(plan)
         report = self.scrub()
