@@ -255,6 +255,9 @@ def forget(
             "item_ids": list(report.item_ids),
             "iterations": list(report.iterations),
             "cleared_iterations": list(report.cleared_iterations),
+            "purged": report.purged,
+            "versions_removed": report.versions_removed,
+            "finished_earlier": report.finished_earlier,
         }
 
     payload = run(work)
@@ -271,6 +274,14 @@ def forget(
     if payload["cleared_iterations"]:
         numbers = ", ".join(str(n) for n in payload["cleared_iterations"])
         out.print(f"cleared the record(s) of iteration(s) {numbers}", highlight=False)
+    if payload["finished_earlier"]:
+        out.print("finished an earlier forget that had not", highlight=False)
+    if payload["purged"]:
+        out.print(
+            "purged the store's files of deleted rows "
+            f"({payload['versions_removed']} old version(s) of the items removed)",
+            highlight=False,
+        )
 
 
 DEMO_ITEMS: tuple[tuple[str, ContextType, tuple[str, ...]], ...] = (

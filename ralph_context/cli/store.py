@@ -109,10 +109,19 @@ def export_(
 
 def import_(
     path: Annotated[Path, typer.Argument(help="A file `ralph-context export` wrote.")],
+    include_forgotten: Annotated[
+        bool,
+        typer.Option(
+            "--include-forgotten",
+            help="Also store the items and iteration records a forget deleted (skipped "
+            "otherwise: forget is final), and lift their tombstones.",
+        ),
+    ] = False,
     config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
-    """Store what an export wrote; items already in the store are skipped."""
+    """Store what an export wrote; items already in the store, and what a forget deleted
+    (unless --include-forgotten), are skipped."""
     from ralph_context.transfer.export_import import import_store
 
     settings = load_settings(config, log_level)
@@ -122,10 +131,13 @@ def import_(
     async def work() -> TransferReport:
         async with engine_for(settings) as engine:
             with _progress("imported") as tick, path.open(encoding="utf-8") as lines:
-                return await import_store(engine, lines, progress=tick)
+                return await import_store(
+                    engine, lines, progress=tick, include_forgotten=include_forgotten
+                )
 
     report = run(work)
-    err.print(_transfer_line("imported", report), highlight=False)
+    line = _transfer_line("imported", report, brought_back=include_forgotten)
+    err.print(line, highlight=False)
 
 
 @contextmanager
@@ -138,10 +150,15 @@ def _progress(verb: str) -> Iterator[Callable[[int], None]]:
         yield lambda done: bar.update(task, description=f"{verb} {done:,}")
 
 
-def _transfer_line(verb: str, report: TransferReport) -> str:
+def _transfer_line(verb: str, report: TransferReport, *, brought_back: bool = False) -> str:
+    forgotten = ""
+    if report.forgotten:
+        said = "brought back" if brought_back else "skipped: forgotten (--include-forgotten)"
+        forgotten = f", {report.forgotten} {said}"
     return (
         f"{verb} {report.items} items, {report.archived} archived, {report.iterations} "
-        f"iterations ({report.skipped} already there, {report.embedded} embedded again)"
+        f"iterations ({report.skipped} already there, {report.embedded} embedded again"
+        f"{forgotten})"
     )
 
 

@@ -5,7 +5,8 @@ Guarded as the hooks are (``guard``: token and namespace, Host/Origin, a cap on 
 body). The answers the sender acts on: 200 with the items as stored, whether they were
 written now, and the table version holding them; 409 when this replica does not commit
 the store's writes now (the sender commits the write itself); 422 for an idempotency key
-used for another request; 400 for a body that is not a forwarded write; 502 when the
+used for another request; 410 for a write that would bring back what a forget deleted
+(``storage.tombstones``); 400 for a body that is not a forwarded write; 502 when the
 store failed the write (it may have been committed: the sender says so, or retries a
 keyed write itself); 503 when it refused the write before committing (a full disk, or
 a namespace it cannot open: the sender commits it itself).
@@ -28,6 +29,7 @@ from ralph_context._logging import get_logger
 from ralph_context.errors import (
     IdempotencyConflict,
     InvalidInput,
+    ItemForgotten,
     RalphContextError,
     StoreUnwritable,
 )
@@ -71,6 +73,8 @@ class _WritesEndpoint(GuardedEndpoint):
             forwarded = await engine.commit_forwarded(pairs, key, fingerprint)
         except IdempotencyConflict as exc:
             return refused(422, str(exc))
+        except ItemForgotten as exc:  # forget is final on every replica (tombstones)
+            return refused(410, str(exc))
         except InvalidInput as exc:
             return refused(400, str(exc))
         except StoreUnwritable as exc:  # refused before the commit: nothing was stored

@@ -42,7 +42,10 @@ from ralph_context.storage.schema import (
     iterations_schema,
     writable,
 )
+from ralph_context.storage.store_key import StoreKey
 from ralph_context.storage.tally import Tally
+from ralph_context.storage.tombstones import TOMBSTONES, Tombstones, tombstones_schema
+from ralph_context.storage.upkeep import tidy
 from ralph_context.storage.uring import SearchTable, open_search_table
 from ralph_context.storage.usage import USAGE, UsageLedger, usage_schema
 from ralph_context.storage.vectors import probes
@@ -152,9 +155,28 @@ class StoreCore:
         self._metadata_json = json_metadata.is_json(self.items)
         self.iterations = self._table(ITERATIONS, iterations_schema())
         self.usage = UsageLedger(self._table(USAGE, usage_schema()))
+        # Keys and tombstones are kept as digests under the store's own key (store_key).
+        self.key = StoreKey.of(location, read_only=self.read_only)
         self.requests = RequestLog(
             self._table(REQUEST_KEYS, request_keys_schema(), needed=False),
             claims=location if isinstance(location, ObjectLocation) else None,
+            key=self.key,
+        )
+        if not self.read_only and self.requests.migrate():
+            # The raw keys stay in the table's deleted rows and old versions: off the disk.
+            tidy(
+                self.requests.table,
+                options=self.storage_options,
+                cleanup_older_than=timedelta(0),
+                delete_unverified=not self.shared,
+                shared=self.shared,
+                scrub=True,
+            )
+        self.tombstones = Tombstones(
+            self._table(TOMBSTONES, tombstones_schema(), needed=False),
+            self.key,
+            shared=self.shared,
+            refresh=self.refresh.total_seconds(),
         )
         self.archive = ArchiveStore(
             location,

@@ -15,6 +15,12 @@ without vectors) the text is embedded again. Items whose id is already in the st
 skipped, so importing a file twice, or into the store it came from, stores nothing twice.
 Archived items come back archived; their vectors are not exported (they are embedded
 again on import), nor are the full texts kept for summarized items.
+
+Forget is final (issue 62): an export taken before a forget holds what it deleted, so an
+item whose id or text a forget tombstoned (``storage.tombstones``), and the record of an
+iteration a forget deleted or cleared, are skipped and counted as ``forgotten``.
+``include_forgotten`` (``import --include-forgotten``) is the way to bring them back on
+purpose: they are stored, and their tombstones lifted.
 """
 
 from __future__ import annotations
@@ -30,9 +36,11 @@ import numpy as np
 from ralph_context import origin
 from ralph_context.errors import InvalidInput
 from ralph_context.models import ContextItem, IterationResult
+from ralph_context.storage.tombstones import CONTENT, ID, ITERATION
 from ralph_context.validation import check_content, check_metadata, check_tags
 
 if TYPE_CHECKING:
+    from ralph_context.actors.storage import StorageActor
     from ralph_context.embeddings.local import Vectors
     from ralph_context.engine import Engine
 
@@ -54,6 +62,9 @@ class TransferReport:
     iterations: int = 0
     skipped: int = 0
     embedded: int = 0
+    # Items and iteration records skipped because a forget deleted them (or, with
+    # include_forgotten, brought back).
+    forgotten: int = 0
 
 
 async def export_store(
@@ -93,9 +104,14 @@ async def export_store(
 
 
 async def import_store(
-    engine: Engine, lines: Iterable[str], *, progress: Progress | None = None
+    engine: Engine,
+    lines: Iterable[str],
+    *,
+    progress: Progress | None = None,
+    include_forgotten: bool = False,
 ) -> TransferReport:
-    """Store what an export wrote (see the module docstring).
+    """Store what an export wrote (see the module docstring); what a forget deleted is
+    skipped unless ``include_forgotten``.
 
     Raises:
         InvalidInput: Not an export of this format, or a malformed line (named by number).
@@ -115,6 +131,9 @@ async def import_store(
             if kind in ("item", "archived"):
                 given = _checked(ContextItem.model_validate(record["item"]), limit)
                 item = engine.redactor.item(_imported(given))
+                if _forgotten(storage, item, include_forgotten):
+                    report.forgotten += 1
+                    continue
                 # A vector made from a secret is not kept: the redacted text is embedded.
                 vector = (
                     _usable(record.get("vector"), storage.dimension)
@@ -128,6 +147,12 @@ async def import_store(
                     _tick(progress, report)
             elif kind == "iteration":
                 result = IterationResult.model_validate(record["iteration"])
+                mark = str(result.iteration)
+                if storage.forgotten_at(ITERATION, mark) is not None:
+                    report.forgotten += 1
+                    if not include_forgotten:
+                        continue
+                    await storage.unbury([(ITERATION, mark)])
                 await storage.add_iteration(engine.redactor.iteration(result))
                 report.iterations += 1
             else:
@@ -153,6 +178,12 @@ async def _store_chunk(
     report.skipped += len(chunk) - len(fresh)
     if not fresh:
         return
+    # Brought back on purpose (include_forgotten): their tombstones go first, or the store
+    # would refuse their ids.
+    back = [item for item, _, _ in fresh if _buried(storage, item)]
+    if back:
+        report.forgotten += len(back)
+        await storage.unbury([mark for item in back for mark in _marks(item)])
     vectors: list[Vectors | None] = [vector for _, vector, _ in fresh]
     missing = [n for n, vector in enumerate(vectors) if vector is None]
     if missing:
@@ -167,6 +198,21 @@ async def _store_chunk(
         await storage.archive_items(archived)
     report.archived += len(archived)
     report.items += len(fresh) - len(archived)
+
+
+def _forgotten(storage: StorageActor, item: ContextItem, include: bool) -> bool:
+    """True when a forget deleted ``item`` (its id or its text) and it is to be skipped;
+    with ``include``, False (its tombstones are lifted when it is stored)."""
+    return not include and _buried(storage, item)
+
+
+def _buried(storage: StorageActor, item: ContextItem) -> bool:
+    return any(storage.forgotten_at(kind, value) is not None for kind, value in _marks(item))
+
+
+def _marks(item: ContextItem) -> tuple[tuple[str, str], ...]:
+    """What a forget tombstones an item by: its id and its text."""
+    return ((ID, item.id), (CONTENT, item.content))
 
 
 def _imported(item: ContextItem) -> ContextItem:
