@@ -130,9 +130,13 @@ def import_(
 
 @contextmanager
 def _progress(verb: str) -> Iterator[Callable[[int], None]]:
-    """A progress line on stderr while a transfer runs; yields the counter to call."""
+    """A progress line on stderr while a transfer runs, on a terminal only (a log or a
+    pipe got the spinner's last frame); yields the counter to call."""
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
+    if not err.is_terminal:
+        yield lambda done: None
+        return
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), console=err) as bar:
         task = bar.add_task(f"{verb} 0")
         yield lambda done: bar.update(task, description=f"{verb} {done:,}")
@@ -160,8 +164,17 @@ def stats(
     table.add_column("value", overflow="fold")
     for key, value in payload.items():
         shown = json.dumps(value) if isinstance(value, dict | list) else str(value)
-        table.add_row(key, shown)
+        table.add_row(_STATS_LABELS.get(key, key), shown)
     out.print(table)
+
+
+# Keys whose bare name read as one number twice: "iterations 0" beside "latest_iteration 1"
+# (a store's items belong to iteration 1 before any iteration is recorded). --json keeps
+# the tool's keys.
+_STATS_LABELS = {
+    "iterations": "iteration records",
+    "latest_iteration": "latest iteration (items or records)",
+}
 
 
 def health(
