@@ -36,6 +36,7 @@ class Namespaces(Protocol):
     those never import ``http`` back."""
 
     security: TransportSecuritySettings
+    read_only: bool
 
     async def engine(self, name: str) -> Engine:
         """Namespace ``name``'s engine, started if it was not."""
