@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +34,13 @@ from tests.server_process import (
 
 # Runs the CLI, then prints the heavy modules it imported on stderr's last line.
 _PROBE = (
-    "import json, runpy, sys\n"
+    "import json, os, runpy, sys\n"
+    "HEAVY = os.environ.pop('PROBE_HEAVY')\n"
     "sys.argv = ['ralph-context', *sys.argv[1:]]\n"
     "try:\n"
     "    runpy.run_module('ralph_context', run_name='__main__')\n"
     "finally:\n"
-    "    heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
-    "('lancedb', 'onnxruntime', 'fastembed', 'pyarrow', 'anyio', 'structlog'))\n"
+    "    heavy = sorted(m for m in sys.modules if m.split('.')[0] in json.loads(HEAVY))\n"
     "    sys.stderr.write('\\nMODULES ' + json.dumps(heavy) + '\\n')\n"
 )
 
@@ -56,11 +56,17 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str
         process.stop(kill=True)
 
 
-def _cli(config: Path, *arguments: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    """``ralph-context ARGUMENTS`` run to its end, and the heavy modules it imported."""
+# What a command answered by the server never imports: no store, no model, no event loop.
+_HEAVY = ("lancedb", "onnxruntime", "fastembed", "pyarrow", "anyio", "structlog")
+
+
+def _cli(
+    config: Path, *arguments: str, modules: Iterable[str] = _HEAVY
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """``ralph-context ARGUMENTS`` run to its end, and which of ``modules`` it imported."""
     done = subprocess.run(
         [CLI[0], "-c", _PROBE, *arguments],
-        env=environment(config),
+        env={**environment(config), "PROBE_HEAVY": json.dumps(sorted(modules))},
         cwd=config.parent,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -196,3 +202,22 @@ def test_store_forget_and_import_go_through_a_running_http_server(
 ) -> None:
     config, _url = server
     store_forget_import(config, config.parent)
+
+
+def test_without_a_server_stats_health_export_and_forget_load_no_model(tmp_path: Path) -> None:
+    config = store_config(tmp_path / "ralph.yaml", tmp_path / "store")
+    stored = run_cli(config, "store", "Run the migrations before the tests", "--json")
+    assert stored.returncode == 0, stored.stderr
+    item_id = json.loads(stored.stdout)["id"]
+    model = {"onnxruntime", "fastembed", "tokenizers"}
+    for arguments in (
+        ("stats", "--json"),
+        ("health", "--json"),
+        ("export", str(tmp_path / "backup.jsonl")),
+        ("forget", "--id", item_id),
+    ):
+        done, heavy = _cli(config, *arguments, modules=model)
+        assert done.returncode == 0, (arguments, done.stderr)
+        assert heavy == [], arguments  # the store opened, the model not loaded
+    stats, _ = _cli(config, "stats", "--json", modules=model)
+    assert json.loads(stats.stdout)["items"] == 0  # the forget took effect
