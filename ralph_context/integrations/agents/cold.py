@@ -12,10 +12,10 @@ the same events, push gate and renderer as the server (``server.agents.events``)
 the model.
 
 Why the text tier, measured in a fresh process on the store of one note (2 cores; the
-figures in ``docs/agents.md``): the imports cost most (LanceDB's alone ~1 s calm, 5-9 s at
-load 18), the engine's start 0.3 s and the search 20-120 ms; loading the model costs
-another 2.8-4 s at that load (onnxruntime, the tokenizer, two sessions), and waiting for the
-server the whole start (15-20 s at load 18). BM25's evidence alone passes the text tier's
+figures in ``docs/agents.md``): the imports cost most (5-9 s at load 15-18, LanceDB's 3.9 s
+of them), the engine's start 0.3 s and the search 20-120 ms; loading the model costs another
+2.8-4.0 s at that load (onnxruntime, the tokenizer, two sessions), and waiting for the server
+its whole start (12-18 s at load 12). BM25's evidence alone passes the text tier's
 gate (``retrieval/gate.py``) for a prompt that shares the note's words; one that asks in
 other words waits for the server. A child, not a thread: the hook stays standard-library
 only, and a child past its time is killed, where a thread in an import could not be.
