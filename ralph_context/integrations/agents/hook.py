@@ -50,7 +50,9 @@ __all__ = ["CAPTURES", "CLIENTS", "COLD_ENV", "EVENTS", "READS", "TRACE_ENV", "m
 
 TRACE_ENV = "RALPH_CONTEXT_HOOK_TRACE"
 COLD_ENV = "RALPH_CONTEXT_HOOK_COLD_SECONDS"
-# Seconds the read-only answer of a hook that found no server may take (``cold``).
+# Seconds from the call's start within which a hook that found no server may answer from
+# the store read-only (``cold``): under the 5 s timeout init writes for the agents, with
+# the interpreter's own start (~0.1-0.5 s) before it.
 COLD_SECONDS = 4.0
 # The events that only read: answered from the store read-only while the server starts.
 READS = frozenset({"SessionStart", "UserPromptSubmit"})
@@ -112,7 +114,7 @@ def run(client: str, raw: bytes, environ: Mapping[str, str] | None = None) -> st
     try:
         payload = _read(raw)
         event = str(payload["hook_event_name"])
-        context, action = _dispatch(client, event, payload, env)
+        context, action = _dispatch(client, event, payload, env, started)
         _trace(env, client, payload, action, started)
         if not context:
             return ""
@@ -140,7 +142,7 @@ def _read(raw: bytes) -> dict[str, Any]:
 
 
 def _dispatch(
-    client: str, event: str, payload: dict[str, Any], environ: Mapping[str, str]
+    client: str, event: str, payload: dict[str, Any], environ: Mapping[str, str], started: float
 ) -> tuple[str, str]:
     """The context to give the agent for ``event`` and a word on what was done."""
     if event not in EVENTS[client]:
@@ -162,10 +164,10 @@ def _dispatch(
     kept = event in CAPTURES and spool(root, client, _trimmed(payload, _SPOOL_FIELD_CHARS))
     if read_server(root) is not None:  # came up while this hook spooled: it takes the spool
         return "", f"server just started; {'kept for it' if kept else 'nothing injected'}"
-    started = start_server(root)
-    what = "server starting" if started else "no server answered (a start is under way)"
+    launched = start_server(root)
+    what = "server starting" if launched else "no server answered (a start is under way)"
     if event in READS and _may_hold_a_store(root, environ):
-        context, said = _cold(client, payload, root, environ)
+        context, said = _cold(client, payload, root, environ, started)
         return context, f"{what}; {said}"
     return "", f"{what}; {'kept for it' if kept else 'nothing injected'}"
 
@@ -183,15 +185,18 @@ def _may_hold_a_store(root: Path, environ: Mapping[str, str]) -> bool:
 
 
 def _cold(
-    client: str, payload: dict[str, Any], root: Path, environ: Mapping[str, str]
+    client: str, payload: dict[str, Any], root: Path, environ: Mapping[str, str], started: float
 ) -> tuple[str, str]:
     """The answer of ``cold`` in a child process, within its seconds (killed past them)."""
     import subprocess  # here: a hook that finds its server never needs it
 
     try:
-        wait = float(environ.get(COLD_ENV) or COLD_SECONDS)
+        budget = float(environ.get(COLD_ENV) or COLD_SECONDS)
     except ValueError:
-        wait = COLD_SECONDS
+        budget = COLD_SECONDS
+    wait = budget - (time.perf_counter() - started)
+    if wait <= 0:
+        return "", "nothing injected (no time left for the store's read-only answer)"
     command = [sys.executable, "-m", "ralph_context.integrations.agents.cold", client]
     body = json.dumps(_trimmed(payload), ensure_ascii=False).encode("utf-8")
     try:
@@ -199,7 +204,7 @@ def _cold(
             command, input=body, capture_output=True, cwd=root, env=dict(environ), timeout=wait
         )
     except subprocess.TimeoutExpired:
-        return "", f"nothing injected (the store's read-only answer took over {wait:g} s)"
+        return "", f"nothing injected (the store's read-only answer took over {wait:.1f} s)"
     try:
         answer = json.loads(done.stdout)
     except ValueError:
