@@ -15,7 +15,6 @@ a namespace it cannot open: the sender commits it itself).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from mcp.server.transport_security import (
     RequestBodyLimitMiddleware,
@@ -33,11 +32,8 @@ from ralph_context.errors import (
     RalphContextError,
     StoreUnwritable,
 )
-from ralph_context.server.guard import GuardedEndpoint, refused
+from ralph_context.server.guard import GuardedEndpoint, Namespaces, refused
 from ralph_context.storage.forwarding import FORWARD_PATH, NOT_HOLDER, decode_pairs
-
-if TYPE_CHECKING:
-    from ralph_context.server.http import Spaces
 
 __all__ = ["replica_routes"]
 
@@ -93,8 +89,8 @@ class _WritesEndpoint(GuardedEndpoint):
         )
 
 
-def replica_routes(spaces: Spaces, tokens_enabled: bool) -> list[BaseRoute]:
-    """The route taking other replicas' writes for ``spaces`` (``server.http.Spaces``)."""
+def replica_routes(spaces: Namespaces, tokens_enabled: bool) -> list[BaseRoute]:
+    """The route taking other replicas' writes for ``spaces`` (``guard.Namespaces``)."""
     endpoint = _WritesEndpoint(spaces, tokens_enabled)
     limited = RequestBodyLimitMiddleware(endpoint, MAX_BODY_BYTES)
     return [Route(FORWARD_PATH.replace("{namespace}", "{name}"), limited)]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, BinaryIO, cast
@@ -136,7 +137,7 @@ class _Lines:
     every other line is answered here (on ``answer_on``'s stream) and not passed on."""
 
     def __init__(self, wire: BinaryIO) -> None:
-        self._wire = wire
+        self._wire = _Wire(wire.fileno())
         self._answers: WriteStream[SessionMessage] | None = None
         # The SDK starts reading before it hands over the stream answers go on.
         self._ready = anyio.Event()
@@ -152,12 +153,12 @@ class _Lines:
         await self._ready.wait()
         assert self._answers is not None
         while True:
-            line = await anyio.to_thread.run_sync(self._wire.readline, MAX_LINE_BYTES + 1)
+            line = await self._wire.readline(MAX_LINE_BYTES + 1)
             if not line:
                 raise StopAsyncIteration
             cut = not line.endswith(b"\n") and len(line) > MAX_LINE_BYTES
             if cut:
-                await anyio.to_thread.run_sync(self._skip_rest)
+                await self._skip_rest()
             line = line.rstrip(b"\r\n")
             if not line.strip():
                 continue  # no request, nothing to answer
@@ -178,9 +179,9 @@ class _Lines:
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 raise StopAsyncIteration from None  # the server stopped: nobody to answer
 
-    def _skip_rest(self) -> None:
+    async def _skip_rest(self) -> None:
         """Read past the rest of a line too long to take, a bounded piece at a time."""
-        while (piece := self._wire.readline(_SKIP_BYTES)) and not piece.endswith(b"\n"):
+        while (piece := await self._wire.readline(_SKIP_BYTES)) and not piece.endswith(b"\n"):
             pass
 
 
@@ -220,6 +221,39 @@ def batch_refusal(line: bytes) -> BatchErrors | JSONRPCError | None:
         error = ErrorData(code=INVALID_REQUEST, message=message)
         errors.append(JSONRPCError(jsonrpc="2.0", id=ident, error=error))
     return BatchErrors(errors)
+
+
+class _Wire:
+    """Lines of a file descriptor, read when the event loop says it is readable, so a
+    cancelled read ends at once (Ctrl-C: ``interrupt``). A read in a worker thread could
+    not be cancelled, and held the process until the client closed stdin. A regular file
+    (``< requests.jsonl``), which never blocks and which epoll refuses, is read directly."""
+
+    def __init__(self, descriptor: int) -> None:
+        self._fd = descriptor
+        self._buffer = bytearray()
+        self._eof = False
+        self._polled = not stat.S_ISREG(os.fstat(descriptor).st_mode)
+
+    async def readline(self, limit: int) -> bytes:
+        """Up to ``limit`` bytes through the next newline; ``b""`` at the end."""
+        while True:
+            end = self._buffer.find(b"\n", 0, limit)
+            if end >= 0 or len(self._buffer) >= limit or (self._eof and self._buffer):
+                size = end + 1 if end >= 0 else min(limit, len(self._buffer))
+                line = bytes(self._buffer[:size])
+                del self._buffer[:size]
+                return line
+            if self._eof:
+                return b""
+            if self._polled:
+                await anyio.wait_readable(self._fd)
+            try:
+                chunk = os.read(self._fd, _SKIP_BYTES)
+            except BlockingIOError:
+                continue
+            self._eof = not chunk
+            self._buffer += chunk
 
 
 def refusal(line: bytes, *, cut: bool = False) -> JSONRPCError | None:

@@ -44,9 +44,11 @@ if TYPE_CHECKING:
     from ralph_context.embeddings.local import Vectors
     from ralph_context.engine import Engine
 
-__all__ = ["FORMAT", "TransferReport", "export_store", "import_store"]
+__all__ = ["FORMAT", "IMPORT_PATH", "TransferReport", "export_store", "import_store"]
 
 FORMAT = "ralph-context-export/1"
+# Where a server takes an import beside it (``server.import_route``; ``ralph-context import``).
+IMPORT_PATH = "/transfer/import"
 # Items read, embedded or written per step.
 _CHUNK = 256
 
@@ -109,16 +111,18 @@ async def import_store(
     *,
     progress: Progress | None = None,
     include_forgotten: bool = False,
+    first_line: int = 2,
 ) -> TransferReport:
     """Store what an export wrote (see the module docstring); what a forget deleted is
-    skipped unless ``include_forgotten``.
+    skipped unless ``include_forgotten``. ``first_line``: the file's line number of the
+    record after the header (a chunk of a file sent to a server).
 
     Raises:
         InvalidInput: Not an export of this format, or a malformed line (named by number).
     """
     storage = engine._require_storage()
     report = TransferReport()
-    numbered = iter(enumerate(lines, start=1))
+    numbered = _numbered(lines, first_line)
     header = _header(numbered)
     same_model = (
         header.get("model_id") == storage.model_id and header.get("dimension") == storage.dimension
@@ -260,6 +264,15 @@ def _header(numbered: Iterator[tuple[int, str]]) -> dict[str, Any]:
             raise InvalidInput(f"line {number}: not a {FORMAT} file (its first line says so)")
         return header
     raise InvalidInput("the file is empty")
+
+
+def _numbered(lines: Iterable[str], first: int) -> Iterator[tuple[int, str]]:
+    """The header as line 1, the records from line ``first`` on."""
+    given = iter(lines)
+    for header in given:
+        yield 1, header
+        break
+    yield from enumerate(given, start=first)
 
 
 def _records(numbered: Iterator[tuple[int, str]]) -> Iterator[tuple[int, dict[str, Any]]]:
