@@ -85,6 +85,9 @@ class Query:
     # Items under this share of the query's best score are dropped too; only with the
     # default threshold (an explicit min_score replaces both floors).
     relative_floor: float = 0.0
+    # Whether the items returned count as retrieved (access count, last accessed): not
+    # when a person only looks (the console), or looking would change what it shows.
+    counted: bool = True
 
 
 def check_query(
@@ -98,6 +101,7 @@ def check_query(
     tags: Sequence[str] | None = None,
     prefer_types: Sequence[ContextType | str] | None = None,
     metadata: Sequence[MetadataCondition | Mapping[str, object]] | None = None,
+    counted: bool = True,
 ) -> Query:
     """:meth:`Engine.search`'s arguments as a ``Query``, defaults from ``retrieval``.
 
@@ -124,7 +128,7 @@ def check_query(
         types=only, tags_any=check_tags(tags), metadata=check_metadata_filter(metadata)
     )
     relative = retrieval.min_relative_score if min_score is None else 0.0
-    return Query(text, limit, threshold, budget, where, preferred, relative)
+    return Query(text, limit, threshold, budget, where, preferred, relative, counted)
 
 
 def check_iteration_step(value: int, *, latest: int, step: int, name: str = "iteration") -> int:

@@ -14,7 +14,8 @@ person understands with a single ``except RalphContextError``::
     │   ├── InvalidTags
     │   ├── InvalidScore
     │   ├── InvalidMetadata
-    │   └── IdempotencyConflict     a key used again, with other arguments than its first use
+    │   ├── IdempotencyConflict     a key used again, with other arguments than its first use
+    │   └── ItemForgotten           a write would bring back what a forget deleted
     ├── ItemNotFound                an id that is not (or no longer) in the store
     ├── StoreError                  the store cannot serve the request
     │   ├── ModelMismatch           the store was embedded with another model
@@ -55,6 +56,7 @@ __all__ = [
     "InvalidMetadata",
     "InvalidScore",
     "InvalidTags",
+    "ItemForgotten",
     "ItemNotFound",
     "ModelError",
     "ModelMismatch",
@@ -135,6 +137,16 @@ class IdempotencyConflict(InvalidInput):
     # In every message: a client of the server knows the refusal by it (a tool error
     # carries text, not the type).
     MARK = "was used for a different request"
+
+
+class ItemForgotten(InvalidInput):
+    """A write would bring back what a forget deleted: a retry with the idempotency key of
+    a forgotten item, an item of a forgotten id, or a capture the hooks spooled before the
+    forget. Forget is final (``storage.tombstones``); nothing was stored. ``import
+    --include-forgotten`` is the one way to bring forgotten items back."""
+
+    # In every message, as IdempotencyConflict's mark (a tool error carries text only).
+    MARK = "was forgotten"
 
 
 class ItemNotFound(RalphContextError, KeyError):

@@ -56,14 +56,14 @@ def environment(config: Path) -> dict[str, str]:
 
 
 def run_cli(
-    config: Path, *arguments: str, timeout: float = 180
+    config: Path, *arguments: str, timeout: float = 180, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``ralph-context ARGUMENTS`` on the store ``config`` names (run in its folder, no
-    stdin), to its end."""
+    """``ralph-context ARGUMENTS`` on the store ``config`` names (run in its folder, or
+    ``cwd``, with no stdin), to its end."""
     return subprocess.run(
         [*CLI, *arguments],
         env=environment(config),
-        cwd=config.parent,
+        cwd=cwd or config.parent,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

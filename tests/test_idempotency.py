@@ -19,7 +19,7 @@ from ralph_context.models import ContextItem, ContextType, IterationResult
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
 from ralph_context.storage.requests import REQUEST_KEYS, Claim, request_keys_schema
-from tests.helpers import Loader, SettingsFactory, unit
+from tests.helpers import Loader, SettingsFactory, files_holding, unit
 from tests.server.mcp_scenario import call, error_of
 from tests.server_process import stdio_server
 
@@ -198,3 +198,25 @@ async def test_the_tools_take_an_idempotency_key(tmp_path: Path) -> None:
     assert stats["items"] == 1
     assert "idempotency_key 'i' was used for a different request" in refused
     assert [r["summary"] for r in history["iterations"]] == ["s"]
+
+
+def test_raw_keys_of_an_earlier_version_leave_the_disk_at_the_first_open(tmp_path: Path) -> None:
+    """A keys table written before keys were digests holds them as the clients sent them
+    (a token used as a key among them): the first writer's open rewrites them as HMACs and
+    drops the table's old versions, and every key still answers as before."""
+    raw = "ghp_" + "Rk8sLw2QpZx9YtN4vB7mJ3cDq8Lw2Rk9Zt4V"
+    row = {"key": raw, "target": "id-old", "created_at": datetime.now(UTC), "fingerprint": "p"}
+    lancedb.connect(str(tmp_path)).create_table(
+        REQUEST_KEYS, data=pa.Table.from_pylist([row], schema=request_keys_schema())
+    )
+    assert files_holding(tmp_path, raw)
+
+    store = LanceStore(tmp_path, model_id="m", dimension=4)
+    try:
+        assert files_holding(tmp_path, raw) == []
+        claim = store.requests.get(raw)
+        assert claim is not None and claim.target_for(raw, "p") == "id-old"
+        with pytest.raises(IdempotencyConflict):
+            claim.target_for(raw, "another request")
+    finally:
+        store.close()

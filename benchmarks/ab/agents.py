@@ -2,11 +2,14 @@
 
 ``ReaderAgent`` (default, deterministic given its seed) stands for a competent model that
 can only use what its prompt shows: it knows a fact exactly when the fact's answer key occurs
-in the prompt. Missing a fact, it acts on a distractor's answer if the prompt shows one (and
-the prompt does not already show that answer ``rejected``), otherwise it explores, or — with
-probability ``guess_rate`` — guesses among the answers it has heard of for that question
-(the distractors' and the true one) and may err. Its success therefore depends entirely on
-what reached the prompt.
+in the prompt. Missing a fact, it acts on a wrong answer the prompt shows for it (a
+distractor's, or a hazard's that memory pushed) unless the prompt shows that answer
+``rejected``; otherwise it explores, or — with probability ``guess_rate`` — guesses among the
+answers any run comes across for that question (the distractors' and the true one) and may
+err. Its success therefore depends entirely on
+what reached the prompt. A memory block marked as about code that changed or was deleted
+since it was noted (``### [ERROR] (who, when, src/x.py changed 2 hours ago)``) is a lead to
+check, not a fact: the reader takes nothing from it, as a careful model would re-check it.
 
 ``OpenAIAgent`` sends the same prompt to any OpenAI-compatible chat endpoint and parses a
 JSON action from the reply; a reply it cannot parse counts as exploring the first open
@@ -25,7 +28,7 @@ import httpx
 from benchmarks.ab.environment import Action
 from benchmarks.ab.suite import Fact, Task
 
-__all__ = ["Agent", "OpenAIAgent", "ReaderAgent"]
+__all__ = ["Agent", "OpenAIAgent", "ReaderAgent", "marked", "pushed_as_fact", "trusted"]
 
 
 class Agent(Protocol):
@@ -40,18 +43,55 @@ class ReaderAgent:
         self.guess_rate = guess_rate
 
     async def act(self, prompt: str, task: Task, needed: list[Fact]) -> Action:
+        prompt = trusted(prompt)
         answers = {f.id: f.answer for f in needed if f.answer in prompt}
         missing = [f for f in needed if f.id not in answers]
         if not missing:
             return Action.attempt(answers)
         fact = missing[0]
-        heard = [d.answer for d in task.distractors if d.fact == fact.id]
-        misleading = [a for a in heard if a in prompt and f"rejected: {a}" not in prompt]
+        misleading = [a for a in task.heard(fact.id) if a in prompt and not _rejected(a, prompt)]
         if misleading:
             return Action.attempt(answers | {fact.id: misleading[0]})
         if self.rng.random() < self.guess_rate:
+            heard = [d.answer for d in task.distractors if d.fact == fact.id]
             return Action.attempt(answers | {fact.id: self.rng.choice([*heard, fact.answer])})
         return Action.explore(fact.id)
+
+
+# A memory block's heading: ``### [TYPE] (who, when)``, and a third field when it is marked.
+_BLOCK = re.compile(r"^### \[[A-Z]+\] \((?P<fields>.*)\)$")
+
+
+def _rejected(answer: str, text: str) -> bool:
+    return f"rejected: {answer}" in text
+
+
+def marked(heading: str) -> bool:
+    """Whether a memory block's heading line carries a staleness mark."""
+    match = _BLOCK.match(heading)
+    return match is not None and len(match["fields"].split(", ")) > 2
+
+
+def pushed_as_fact(block: str, wrong: list[str]) -> bool:
+    """Whether a memory block (heading line, then content) shows one of the ``wrong``
+    answers as fact: unmarked, and not as the answer a step rejected."""
+    heading = block.split("\n", 1)[0]
+    return not marked(heading) and any(a in block and not _rejected(a, block) for a in wrong)
+
+
+def trusted(prompt: str) -> str:
+    """``prompt`` without the memory blocks marked stale (their heading and content line)."""
+    lines = prompt.split("\n")
+    kept: list[str] = []
+    skip = False
+    for line in lines:
+        if _BLOCK.match(line) is not None:
+            skip = marked(line)
+        elif skip and not line.strip():
+            skip = False
+        if not skip:
+            kept.append(line)
+    return "\n".join(kept)
 
 
 INSTRUCTIONS = """You are an agent working through a software task one step per iteration.

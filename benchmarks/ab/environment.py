@@ -190,4 +190,4 @@ class TaskEnvironment:
 
 
 def _all_answers(task: Task) -> list[str]:
-    return [f.answer for f in task.facts] + [d.answer for d in task.distractors]
+    return [f.answer for f in task.facts] + task.wrong_answers()

@@ -8,9 +8,14 @@ into the context manager. The adapter here is the agent acting in the environmen
 ``mcp_enabled`` attaches the real Ralph plugin hook (``ralph_context_ralph.attach``) to that
 loop: the hook appends what the real engine retrieves (real embeddings, scoring, lifecycle)
 within ``retrieval.max_context_tokens`` — set to 2,000, the token size of Ralph's own
-8,000-character window — and stores every iteration. Facts from an earlier session, with the
-distractors of those facts, are stored first by an engine that is then closed: the run
-reopens the store, as a new session would.
+8,000-character window — and stores every iteration. What an earlier session of the
+project left (``prior``: facts, their distractors, the task's hazards) is stored first by an
+engine that is then closed: the run reopens the store, as a new session would.
+
+What memory costs is counted per measured iteration: the tokens of the injected section, its
+items, those holding an answer the current step needs (precision is their share), and
+whether a hazard's wrong answer was pushed as fact (unmarked, and not as a step's rejected
+answer).
 """
 
 from __future__ import annotations
@@ -26,12 +31,11 @@ from typing import Any
 from ralph_orchestrator.adapters.base import ToolResponse
 from ralph_orchestrator.context import ContextManager
 
-from benchmarks.ab.agents import Agent
+from benchmarks.ab.agents import Agent, pushed_as_fact
 from benchmarks.ab.environment import Outcome, TaskEnvironment
-from benchmarks.ab.suite import Source, Task
-from benchmarks.settings import store_settings
-from ralph_context import ContextType, Engine, NewItem, Settings
-from ralph_context.config import EmbeddingsSettings
+from benchmarks.ab.prior import code_moves_on, make_project, remember, settings_of
+from benchmarks.ab.suite import Task
+from ralph_context import Engine
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.rendering import CONTEXT_HEADING
 from ralph_context.retrieval.scoring import estimate_tokens
@@ -65,7 +69,12 @@ class Episode:
     relevance: list[float] = field(default_factory=list)
     # Tokens the hook injected per measured iteration (0 when it injected nothing).
     injected_tokens: list[int] = field(default_factory=list)
+    # Items injected per measured iteration, and those holding a needed answer.
+    injected_items: list[int] = field(default_factory=list)
+    useful_items: list[int] = field(default_factory=list)
     utilization: list[float] = field(default_factory=list)
+    # Measured iterations whose section pushed a hazard's wrong answer unmarked.
+    hazard_pushed: int = 0
 
 
 class _Adapter:
@@ -111,13 +120,15 @@ async def run_episode(
     )
     handle = None
     if variant == MCP:
-        settings = store_settings(
-            workdir / "store",
+        settings = settings_of(
+            workdir,
             retrieval={"max_context_tokens": CONTEXT_TOKENS},
             skillbook={"enabled": False},
         )
         loader = load_embedder if model is None else (lambda _: model)
-        await _store_prior_session(task, settings, loader)
+        make_project(task, workdir)
+        await remember(task, settings, loader)
+        code_moves_on(task, workdir)
         engine = Engine(settings, model_loader=loader)
         handle = attach(host, engine, task=task.id, cache_dir=workdir / "cache")
     try:
@@ -155,17 +166,25 @@ async def _loop(
 
 
 def _measure_context(prompt: str, env: TaskEnvironment, episode: Episode) -> None:
-    """Relevance (injected items holding an answer the current step needs / injected items)
-    and utilization (injected tokens / budget) of this iteration's injected section."""
+    """Relevance (injected items holding an answer the current step needs / injected items),
+    utilization (injected tokens / budget), the items and whether a hazard's wrong answer
+    was pushed as fact, for this iteration's injected section."""
     _, heading, section = prompt.partition(CONTEXT_HEADING)
     if not heading:
         episode.utilization.append(0.0)
         episode.injected_tokens.append(0)
+        episode.injected_items.append(0)
+        episode.useful_items.append(0)
         return
-    blocks = [b for b in section.split("\n### [")[1:] if b.strip()]
+    blocks = [f"### [{b}" for b in section.split("\n### [")[1:] if b.strip()]
     answers = [f.answer for f in env.needed()]
     useful = sum(any(a in block for a in answers) for block in blocks)
     episode.relevance.append(useful / len(blocks) if blocks else 0.0)
+    episode.injected_items.append(len(blocks))
+    episode.useful_items.append(useful)
+    wrong = [h.answer for h in env.task.hazards if h.answer]
+    if any(pushed_as_fact(block, wrong) for block in blocks):
+        episode.hazard_pushed += 1
     tokens = estimate_tokens(heading + section)
     episode.utilization.append(tokens / CONTEXT_TOKENS)
     episode.injected_tokens.append(tokens)
@@ -180,22 +199,3 @@ def _count_recoveries(env: TaskEnvironment, episode: Episode) -> None:
         later = events[index + 1 : index + 1 + RECOVERY_WINDOW]
         if any(e.outcome is Outcome.STEP_DONE and e.step == event.step for e in later):
             episode.recovered += 1
-
-
-async def _store_prior_session(
-    task: Task, settings: Settings, loader: Callable[[EmbeddingsSettings], LocalEmbedder]
-) -> None:
-    """What an earlier session of this project left in memory: the facts it learned, and the
-    similar-sounding wrong values it came across next to them (their distractors)."""
-    learned = {f.id for f in task.facts if f.source is Source.PRIOR_SESSION}
-    notes = [task.fact(i).text for i in sorted(learned)]
-    notes += [d.text for d in task.distractors if d.fact in learned]
-    if not notes:
-        return
-    async with Engine(settings, model_loader=loader) as engine:
-        await engine.store_many(
-            [
-                NewItem(text, ContextType.ITERATION, source="earlier session", iteration=0)
-                for text in notes
-            ]
-        )

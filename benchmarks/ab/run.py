@@ -6,14 +6,20 @@ Writes ``results.json``, ``results.md``, ``iterations.png`` and ``latency.png``.
 
 Success criteria (the seed's): at least 15% fewer iterations on medium and high complexity
 kinds with p < 0.05; no regression on simple tasks (memory not significantly worse); memory's
-retrieval p99 under 100 ms. A run that hits ``max_iterations`` counts that many iterations.
+retrieval p99 under 100 ms. And memory's own: the tasks with a hazard of each kind (a stale
+fix, an irrelevant skill, a misleading note) take no more iterations with memory than
+without, on average. A run that hits ``max_iterations`` counts that many iterations.
+
+What memory costs, beside what it saves: the tokens it injected per iteration and per task,
+the precision of what it injected (items holding an answer the current step needed, over
+items injected), the iterations it left silent, and iterations saved per 1,000 injected
+tokens (iterations saved per task over injected tokens per task, in thousands).
 
 Usage: ``ralph-context bench ab [--quick] [--suite FILE] [--out DIR]``
 """
 
 from __future__ import annotations
 
-import json
 import random
 import tempfile
 from collections.abc import Callable, Sequence
@@ -26,11 +32,11 @@ import numpy as np
 from benchmarks.ab.agents import Agent, OpenAIAgent, ReaderAgent
 from benchmarks.ab.loop import BASELINE, CONTEXT_TOKENS, MCP, VARIANTS, Episode, run_episode
 from benchmarks.ab.stats import mann_whitney, mean_ci
-from benchmarks.ab.suite import KINDS, Kind, Suite, Task
+from benchmarks.ab.suite import KINDS, HazardKind, Kind, Suite, Task
 from ralph_context import Settings
 from ralph_context.embeddings.local import load_embedder
 
-__all__ = ["DEFAULT_SUITE", "Plan", "evaluate", "markdown", "plot", "summarize", "write_outputs"]
+__all__ = ["DEFAULT_SUITE", "Plan", "evaluate", "summarize"]
 
 DEFAULT_SUITE = Path(__file__).with_name("suites") / "default.yaml"
 TARGET_REDUCTION = 0.15
@@ -55,9 +61,15 @@ class Plan:
     api_key: str | None = None
 
     def tasks(self, suite: Suite) -> list[Task]:
+        """Every task; quick: the first of each kind and the first with each hazard kind."""
         if not self.quick:
             return list(suite.tasks)
-        return [tasks[0] for tasks in suite.by_kind().values() if tasks]
+        chosen = [tasks[0] for tasks in suite.by_kind().values() if tasks]
+        for kind in HazardKind:
+            first = next((t for t in suite.tasks if kind in _hazard_kinds(t)), None)
+            if first is not None and first not in chosen:
+                chosen.append(first)
+        return chosen
 
     def runs(self) -> int:
         return 2 if self.quick else self.runs_per_task
@@ -129,6 +141,7 @@ def summarize(suite: Suite, plan: Plan, episodes: Sequence[Episode]) -> dict[str
         test = mann_whitney(base, memory)
         reduction = 1 - float(np.mean(memory)) / float(np.mean(base))
         complexity = KINDS[kind]
+        memory_row = _variant([e for e in mine if e.variant == MCP])
         if complexity == "low":
             met = not (test.p_value < ALPHA and reduction < 0)
             criterion = "no regression"
@@ -138,39 +151,87 @@ def summarize(suite: Suite, plan: Plan, episodes: Sequence[Episode]) -> dict[str
         kinds[kind.value] = {
             "complexity": complexity,
             BASELINE: _variant([e for e in mine if e.variant == BASELINE]),
-            MCP: _variant([e for e in mine if e.variant == MCP]),
+            MCP: memory_row,
             "reduction": round(reduction, 4),
+            **_saved(base, memory, memory_row),
             "p_value": test.p_value,
             "effect_size": round(test.effect_size, 4),
             "u": test.u_a,
             "criterion": criterion,
             "met": met,
         }
+    hazards = _hazards(suite, episodes)
     latencies = [ms for e in episodes for ms in e.retrieval_ms]
     p99 = float(np.percentile(latencies, 99)) if latencies else None
+    criteria = {
+        "medium_and_high_kinds": all(k["met"] for k in kinds.values() if k["complexity"] != "low"),
+        "simple_no_regression": all(k["met"] for k in kinds.values() if k["complexity"] == "low"),
+        "latency_p99_under_100ms": p99 is not None and p99 < LATENCY_P99_MS,
+    }
+    if hazards:
+        criteria["hazards_no_more_iterations"] = all(h["met"] for h in hazards.values())
     return {
         "suite": suite.name,
         "plan": asdict(plan) | {"api_key": None},
         "runs_per_task": plan.runs(),
         "context_token_budget": CONTEXT_TOKENS,
         "kinds": kinds,
+        "hazards": hazards,
         "latency_ms": {
             "p50": round(float(np.percentile(latencies, 50)), 2) if latencies else None,
             "p99": round(p99, 2) if p99 is not None else None,
             "samples": len(latencies),
         },
-        "criteria": {
-            "medium_and_high_kinds": all(
-                k["met"] for k in kinds.values() if k["complexity"] != "low"
-            ),
-            "simple_no_regression": all(
-                k["met"] for k in kinds.values() if k["complexity"] == "low"
-            ),
-            "latency_p99_under_100ms": p99 is not None and p99 < LATENCY_P99_MS,
-        },
+        "criteria": criteria,
         "episodes": [_episode_row(e) for e in episodes],
         # Per-iteration samples for the histogram; not written to results.json.
         "_latencies": latencies,
+    }
+
+
+def _hazard_kinds(task: Task) -> set[HazardKind]:
+    return {h.kind for h in task.hazards}
+
+
+def _hazards(suite: Suite, episodes: Sequence[Episode]) -> dict[str, Any]:
+    """Per hazard kind, over the tasks holding one: both variants, the iterations memory
+    added (negative: saved), how often the hazard was pushed as fact, and the criterion."""
+    rows: dict[str, Any] = {}
+    for kind in HazardKind:
+        tasks = {t.id for t in suite.tasks if kind in _hazard_kinds(t)}
+        mine = [e for e in episodes if e.task in tasks]
+        base = [e for e in mine if e.variant == BASELINE]
+        memory = [e for e in mine if e.variant == MCP]
+        if not base or not memory:
+            continue
+        extra = float(np.mean([e.iterations for e in memory])) - float(
+            np.mean([e.iterations for e in base])
+        )
+        measured = sum(len(e.injected_tokens) for e in memory)
+        rows[kind.value] = {
+            "tasks": sorted(tasks),
+            BASELINE: _variant(base),
+            MCP: _variant(memory),
+            "extra_iterations": round(extra, 3),
+            "p_value": mann_whitney(
+                [float(e.iterations) for e in base], [float(e.iterations) for e in memory]
+            ).p_value,
+            "pushed_as_fact": round(sum(e.hazard_pushed for e in memory) / measured, 4)
+            if measured
+            else 0.0,
+            "criterion": "no more iterations with memory (mean)",
+            "met": extra <= 0,
+        }
+    return rows
+
+
+def _saved(base: Sequence[float], memory: Sequence[float], row: dict[str, Any]) -> dict[str, Any]:
+    """Iterations saved per task, and per 1,000 tokens memory injected into a task."""
+    saved = float(np.mean(base)) - float(np.mean(memory))
+    per_task = row["injected_tokens_per_task"]
+    return {
+        "iterations_saved": round(saved, 3),
+        "saved_per_1k_tokens": round(saved / (per_task / 1000), 3) if per_task else None,
     }
 
 
@@ -178,6 +239,9 @@ def _episode_row(episode: Episode) -> dict[str, Any]:
     row = asdict(episode)
     for name in ("retrieval_ms", "relevance", "utilization", "injected_tokens"):
         del row[name]
+    for name in ("injected_items", "useful_items"):
+        row[name] = sum(row[name])
+    row["injected_tokens"] = sum(episode.injected_tokens)
     return row
 
 
@@ -188,6 +252,9 @@ def _variant(episodes: Sequence[Episode]) -> dict[str, Any]:
     relevance = [r for e in episodes for r in e.relevance]
     utilization = [u for e in episodes for u in e.utilization]
     injected = [t for e in episodes for t in e.injected_tokens]
+    items = sum(sum(e.injected_items) for e in episodes)
+    useful = sum(sum(e.useful_items) for e in episodes)
+    silent = sum(n == 0 for e in episodes for n in e.injected_items)
     return {
         "runs": len(episodes),
         "iterations_mean": round(mean, 3),
@@ -200,100 +267,11 @@ def _variant(episodes: Sequence[Episode]) -> dict[str, Any]:
         "context_relevance": round(float(np.mean(relevance)), 4) if relevance else None,
         "context_utilization": round(float(np.mean(utilization)), 4) if utilization else None,
         "injected_tokens_mean": round(float(np.mean(injected)), 1) if injected else None,
+        "injected_tokens_per_task": (
+            round(float(np.mean([sum(e.injected_tokens) for e in episodes])), 1)
+            if injected
+            else None
+        ),
+        "precision": round(useful / items, 4) if items else None,
+        "silent_iterations": round(silent / len(injected), 4) if injected else None,
     }
-
-
-def markdown(results: dict[str, Any]) -> str:
-    plan = results["plan"]
-    lines = [
-        f"A/B on suite `{results['suite']}`: {results['runs_per_task']} runs per task, agent "
-        f"`{plan['agent']}`, seed {plan['seed']}, memory budget "
-        f"{results['context_token_budget']} tokens.",
-        "",
-        "| kind | complexity | baseline iterations (95% CI) | mcp_enabled iterations (95% CI) "
-        "| reduction | p (Mann-Whitney) | effect (r) | success b / m | error recovery b / m "
-        "| context relevance | injected tokens / iteration | window use | criterion met |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for kind, row in results["kinds"].items():
-        base, memory = row[BASELINE], row[MCP]
-        lines.append(
-            f"| {kind} | {row['complexity']} | {_mean(base)} | {_mean(memory)} "
-            f"| {row['reduction']:+.1%} | {row['p_value']:.3g} | {row['effect_size']:+.2f} "
-            f"| {base['success_rate']:.0%} / {memory['success_rate']:.0%} "
-            f"| {_rate(base['error_recovery_rate'])} / {_rate(memory['error_recovery_rate'])} "
-            f"| {_rate(memory['context_relevance'])} | {_tokens(memory['injected_tokens_mean'])} "
-            f"| {_rate(memory['context_utilization'])} "
-            f"| {'yes' if row['met'] else 'no'} |"
-        )
-    latency = results["latency_ms"]
-    criteria = results["criteria"]
-    lines += [
-        "",
-        f"Retrieval latency (the hook's get_prompt, mcp_enabled): p50 {latency['p50']} ms, "
-        f"p99 {latency['p99']} ms over {latency['samples']} iterations.",
-        "",
-        "Criteria: "
-        + ", ".join(f"{name} {'met' if ok else 'NOT met'}" for name, ok in criteria.items()),
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def _mean(variant: dict[str, Any]) -> str:
-    low, high = variant["iterations_ci95"]
-    return f"{variant['iterations_mean']:.2f} ({low:.2f}-{high:.2f})"
-
-
-def _tokens(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f}"
-
-
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
-
-
-def plot(results: dict[str, Any], out: Path) -> list[Path]:
-    """Iterations per kind and variant (95% CI bars), and the retrieval latency histogram."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    kinds = list(results["kinds"])
-    x = np.arange(len(kinds))
-    fig, axis = plt.subplots(figsize=(10, 4.8))
-    for offset, variant in ((-0.2, BASELINE), (0.2, MCP)):
-        rows = [results["kinds"][k][variant] for k in kinds]
-        means = np.array([r["iterations_mean"] for r in rows])
-        low = means - np.array([r["iterations_ci95"][0] for r in rows])
-        high = np.array([r["iterations_ci95"][1] for r in rows]) - means
-        axis.bar(x + offset, means, 0.4, yerr=[low, high], capsize=4, label=variant)
-    axis.set_xticks(x, [k.replace("_", "\n") for k in kinds])
-    axis.set_ylabel("iterations to finish (mean, 95% CI)")
-    axis.set_title(f"A/B: iterations per task kind (suite {results['suite']})")
-    axis.legend()
-    fig.tight_layout()
-    iterations = out / "iterations.png"
-    fig.savefig(iterations, dpi=110)
-    plt.close(fig)
-    fig, axis = plt.subplots(figsize=(7, 4))
-    axis.hist(results["_latencies"], bins=40, color="#27a")
-    axis.axvline(LATENCY_P99_MS, ls="--", c="r", label="p99 goal 100 ms")
-    axis.set_xlabel("ms per iteration (retrieval + injection)")
-    axis.set_ylabel("iterations")
-    axis.set_title("mcp_enabled retrieval latency")
-    axis.legend()
-    fig.tight_layout()
-    latency = out / "latency.png"
-    fig.savefig(latency, dpi=110)
-    plt.close(fig)
-    return [iterations, latency]
-
-
-def write_outputs(results: dict[str, Any], out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    saved = {k: v for k, v in results.items() if not k.startswith("_")}
-    paths = [out / "results.json", out / "results.md"]
-    paths[0].write_text(json.dumps(saved, indent=2) + "\n", encoding="utf-8")
-    paths[1].write_text(markdown(results), encoding="utf-8")
-    return paths + plot(results, out)

@@ -25,6 +25,14 @@ marked optional)::
           - fact: db-host              # the fact it imitates
             text: The legacy session store ran on cache-01.internal until March.
             answer: cache-01.internal
+        hazards:                       # optional: memory an earlier session left that can hurt
+          - kind: stale_fix            # stale_fix | irrelevant_skill | misleading_note
+            fact: db-host              # the fact it misleads on (not for irrelevant_skill)
+            text: "Fix: in src/session/client.py set SESSION_HOST to cache-03.internal."
+            answer: cache-03.internal  # the wrong answer it gives (not for irrelevant_skill)
+            file: src/session/client.py  # stale_fix: the file the fix names
+            code: deleted              # stale_fix: deleted | changed since the fix was noted
+            refuted: false             # misleading_note: its rejection is in memory too
 
 Where facts come from (the environment's rules, ``environment.py``):
 
@@ -32,6 +40,23 @@ Where facts come from (the environment's rules, ``environment.py``):
 - ``error``: only running the step shows them, as an error message followed by its fix;
 - ``prior_session``: an earlier session of the same project learned them. With memory
   (``mcp_enabled``) they are in the store when the run starts; without, they must be explored.
+
+Hazards are what makes memory hurt, stored by the earlier session (so only the memory variant
+sees them), each with the product behaviour it tests:
+
+- ``stale_fix``: a fix that named ``file`` when it was noted; the code has moved on since
+  (the file ``deleted``, or ``changed``) and the fact's answer is another. The episode's
+  project is a git repository holding the file when the fix is stored; the run starts after
+  the change. Memory must not push it as fact (a deleted file's fix is withheld, a changed
+  one's is marked).
+- ``irrelevant_skill``: a skill about something else (no answer key): it may cost tokens and
+  crowd the budget, and must not cost iterations.
+- ``misleading_note``: a note giving a wrong answer; ``refuted``: the earlier session acted on
+  it and the step failed (its ``rejected:`` error is stored too), else a newer note of the
+  same session gives the right answer (the fact must then be ``prior_session``). Memory must
+  carry the correction with the note.
+
+A hazard's wrong answer counts as heard of, like a distractor's: an agent shown it acts on it.
 
 Distractors are plausible wrong facts. Those of ``prior_session`` facts were noted by the
 earlier session next to the facts (so with memory they are in the store too); the others
@@ -65,8 +90,11 @@ from pydantic import (
 __all__ = [
     "KINDS",
     "MAX_FACT_CHARS",
+    "CodeChange",
     "Distractor",
     "Fact",
+    "Hazard",
+    "HazardKind",
     "Kind",
     "Source",
     "Step",
@@ -152,6 +180,43 @@ class Distractor(_Model):
         return self
 
 
+class HazardKind(StrEnum):
+    STALE_FIX = "stale_fix"
+    IRRELEVANT_SKILL = "irrelevant_skill"
+    MISLEADING_NOTE = "misleading_note"
+
+
+class CodeChange(StrEnum):
+    DELETED = "deleted"
+    CHANGED = "changed"
+
+
+class Hazard(_Model):
+    kind: HazardKind
+    text: FactText
+    fact: Slug | None = None
+    answer: AnswerKey | None = None
+    file: Annotated[str, StringConstraints(pattern=r"^[\w.-]+(/[\w.-]+)+$")] | None = None
+    code: CodeChange = CodeChange.DELETED
+    refuted: bool = False
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Hazard:
+        if self.kind is HazardKind.IRRELEVANT_SKILL:
+            if self.fact is not None or self.answer is not None:
+                raise ValueError("an irrelevant_skill misleads on no fact: no 'fact', 'answer'")
+            return self
+        if self.fact is None or self.answer is None:
+            raise ValueError(
+                f"a {self.kind.value} needs the 'fact' it misleads on and its 'answer'"
+            )
+        if self.answer not in self.text:
+            raise ValueError(f"answer {self.answer!r} does not occur in text {self.text!r}")
+        if self.kind is HazardKind.STALE_FIX and (self.file is None or self.file not in self.text):
+            raise ValueError("a stale_fix needs the 'file' it names, and its text must name it")
+        return self
+
+
 class Task(_Model):
     id: Slug
     kind: Kind
@@ -160,6 +225,7 @@ class Task(_Model):
     facts: Annotated[list[Fact], Field(min_length=1)]
     steps: Annotated[list[Step], Field(min_length=1, max_length=8)]
     distractors: Annotated[list[Distractor], Field(min_length=1)]
+    hazards: list[Hazard] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self) -> Task:
@@ -174,19 +240,45 @@ class Task(_Model):
         for distractor in self.distractors:
             if distractor.fact not in ids:
                 raise ValueError(f"a distractor imitates unknown fact {distractor.fact!r}")
+        for hazard in self.hazards:
+            if hazard.fact is not None and hazard.fact not in ids:
+                raise ValueError(f"a {hazard.kind.value} misleads on unknown fact {hazard.fact!r}")
+            if (
+                hazard.kind is HazardKind.MISLEADING_NOTE
+                and not hazard.refuted
+                and self.fact(str(hazard.fact)).source is not Source.PRIOR_SESSION
+            ):
+                raise ValueError(
+                    "an unrefuted misleading_note is corrected by the earlier session: "
+                    f"its fact {hazard.fact!r} must be a prior_session one"
+                )
         self._answers_are_not_given_away()
         return self
 
     def fact(self, fact_id: str) -> Fact:
         return next(f for f in self.facts if f.id == fact_id)
 
+    def heard(self, fact_id: str) -> list[str]:
+        """The wrong answers to ``fact_id`` an agent may come across: its distractors' and
+        its hazards'."""
+        wrong = [d.answer for d in self.distractors if d.fact == fact_id]
+        return wrong + [h.answer for h in self.hazards if h.fact == fact_id and h.answer]
+
+    def wrong_answers(self) -> list[str]:
+        """Every distractor's and hazard's answer."""
+        return [a for f in self.facts for a in self.heard(f.id)]
+
     def _answers_are_not_given_away(self) -> None:
         keys = [(f"fact {f.id!r}", f.answer, f.text) for f in self.facts] + [
             (f"distractor of {d.fact!r}", d.answer, d.text) for d in self.distractors
         ]
+        keys += [
+            (f"{h.kind.value} of {h.fact!r}", h.answer, h.text) for h in self.hazards if h.answer
+        ]
         shown = [("prompt", self.prompt), ("title", self.title)]
         shown += [(f"steps[{i}]", s.description) for i, s in enumerate(self.steps)]
         shown += [(f"question of {f.id!r}", f.question) for f in self.facts]
+        shown += [(f"hazards[{i}]", h.text) for i, h in enumerate(self.hazards) if not h.answer]
         for owner, answer, own_text in keys:
             others = shown + [(o, t) for o, _, t in keys if t is not own_text]
             for place, text in others:

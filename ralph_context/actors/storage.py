@@ -43,8 +43,9 @@ from ralph_context.actors.storage_requests import (
     AdjustUsefulness,
     ArchiveItems,
     DeleteItems,
+    EndForget,
     FlushUsage,
-    ForgetIterations,
+    Forget,
     InPacks,
     Maintain,
     MaintainIfDue,
@@ -57,6 +58,7 @@ from ralph_context.actors.storage_requests import (
     StorageRequest,
     SummarizeItems,
     TextHit,
+    Unbury,
     VectorHit,
 )
 from ralph_context.actors.storage_unwritable import WriteFault
@@ -73,6 +75,7 @@ from ralph_context.runtime import Envelope, Foreground, PermanentFailure
 from ralph_context.storage.lance_store import LanceStore
 from ralph_context.storage.requests import Claim
 from ralph_context.storage.rewrite import rewrite_rows
+from ralph_context.storage.tombstones import KEY
 from ralph_context.storage.upkeep_worker import worker
 
 # The requests and hits callers use are also importable from here.
@@ -175,6 +178,18 @@ class StorageActor(StorageReads, StorageReopen):
         """What the first write with idempotency ``key`` produced (an in-memory lookup)."""
         return self.store.requests.get(key) if self._store is not None else None
 
+    def key_forgotten(self, key: str) -> bool:
+        """True when a forget dropped idempotency ``key`` with its item (in memory)."""
+        if self._store is None:
+            return False
+        return self.store.tombstones.has_digest(KEY, self.store.requests.digest(key))
+
+    def forgotten_at(self, kind: str, value: str) -> datetime | None:
+        """When a forget tombstoned ``value`` as a ``kind`` (``storage.tombstones``), if
+        one did: an in-memory lookup (on object storage, the table read again once per
+        refresh interval when it changed)."""
+        return self.store.tombstones.when(kind, value) if self._store is not None else None
+
     async def setup(self) -> None:
         try:
             self._store = await anyio.to_thread.run_sync(self._open_store)
@@ -257,9 +272,13 @@ class StorageActor(StorageReads, StorageReopen):
             case Rewrite(hot, archived):
                 self._writes += 2
                 return await self._run(rewrite_rows, self.store, hot, archived)
-            case ForgetIterations(deleted, cleared):
+            case Forget(found):
                 self._writes += 2
-                return await self._run(self.store.forget_iterations, deleted, cleared)
+                return await self._run(self.store.begin_forget, found)
+            case EndForget():
+                return await self._run(self.store.end_forget)
+            case Unbury(entries):
+                return await self._run(self.store.tombstones.lift_values, entries)
             case InPacks(function):
                 return await self._in_packs(function)
             case AddItems(pairs):
@@ -271,7 +290,7 @@ class StorageActor(StorageReads, StorageReopen):
                 self._writes += 2
                 return keyed
             case PutRequestKey(key, target, fingerprint):
-                await self._run(self.store.requests.put, key, target, fingerprint)
+                await self._run(self.store.put_request_key, key, target, fingerprint)
                 self._writes += 1
                 return None
         raise StoreError(f"unknown storage request {type(request).__name__}")
@@ -321,6 +340,8 @@ class StorageActor(StorageReads, StorageReopen):
                 stored = await self._timed(self.store.add_items, item_pairs(run))
                 answer_items(run, stored)
                 self._writes += 1
+        except RalphContextError:  # one of them refused (a forgotten id): each alone, below
+            return False
         except Exception as error:
             self.write_fault.refusal(error)  # re-raises a bug; a full disk pauses writes
             return False

@@ -11,6 +11,7 @@ from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem, ContextState, IterationResult
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.rewrite import Rewritten
+from ralph_context.storage.store_lifecycle import Forgettable
 
 VectorHit = tuple[ContextItem, float, Vectors]
 TextHit = tuple[ContextItem, float, Vectors | None]
@@ -97,11 +98,25 @@ class Prune:
 
 
 @dataclass(frozen=True)
-class ForgetIterations:
-    """Delete the records of ``deleted``, clear those of ``cleared`` (see forgetting)."""
+class Forget:
+    """Forget what a selection picked (``store_forget``: its plan, tombstones, deletes,
+    keys and iteration records; an unfinished forget's first); the caller then scrubs and
+    sends ``EndForget``."""
 
-    deleted: tuple[int, ...]
-    cleared: tuple[int, ...]
+    found: Forgettable
+
+
+@dataclass(frozen=True)
+class EndForget:
+    """The forget's scrub is done: its plan goes."""
+
+
+@dataclass(frozen=True)
+class Unbury:
+    """Lift the tombstones of these ``(kind, value)`` pairs (an import bringing forgotten
+    items back)."""
+
+    entries: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -143,7 +158,9 @@ StorageRequest = (
     | SummarizeItems
     | ArchiveItems
     | Prune
-    | ForgetIterations
+    | Forget
+    | EndForget
+    | Unbury
     | RepairVectorIndex
     | SetVectors
     | Rewrite

@@ -20,8 +20,9 @@ from ralph_context.actors.storage_requests import (
     AdjustUsefulness,
     ArchiveItems,
     DeleteItems,
+    EndForget,
     FlushUsage,
-    ForgetIterations,
+    Forget,
     InPacks,
     Maintain,
     MaintainIfDue,
@@ -32,6 +33,7 @@ from ralph_context.actors.storage_requests import (
     SetVectors,
     StorageRequest,
     SummarizeItems,
+    Unbury,
 )
 from ralph_context.actors.storage_unwritable import WriteFault
 from ralph_context.embeddings.local import Vectors
@@ -42,6 +44,8 @@ from ralph_context.runtime import Actor, ActorState
 from ralph_context.storage.lance_store import LanceStore, MaintenanceReport
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.rewrite import Rewritten
+from ralph_context.storage.store_forget import ForgetBegun
+from ralph_context.storage.store_lifecycle import Forgettable
 from ralph_context.storage.write_faults import unwritable
 
 T = TypeVar("T")
@@ -267,10 +271,21 @@ class StorageWrites(StorageForward, Actor[StorageRequest, object]):
         reply = await self.call(Prune(tuple(hot), tuple(archived)), timeout=self.timeout)
         return cast(int, reply)
 
-    async def forget_iterations(self, deleted: Sequence[int], cleared: Sequence[int]) -> None:
-        """Delete the records of iterations ``deleted``, clear those of ``cleared``
-        (``LanceStore.forget_iterations``); a scrub takes the old text off the disk."""
-        await self.call(ForgetIterations(tuple(deleted), tuple(cleared)), timeout=self.timeout)
+    async def forget(self, found: Forgettable) -> ForgetBegun:
+        """Forget what a selection picked, but for the scrub (``LanceStore.begin_forget``:
+        an unfinished forget's plan first, then this one's written, its tombstones, deletes,
+        keys and iteration records); the caller scrubs, then calls :meth:`end_forget`."""
+        reply = await self.call(Forget(found), timeout=self.timeout * 10)
+        return cast(ForgetBegun, reply)
+
+    async def end_forget(self) -> None:
+        """The forget's scrub is done: its plan goes (``LanceStore.end_forget``)."""
+        await self.call(EndForget(), timeout=self.timeout)
+
+    async def unbury(self, entries: Sequence[tuple[str, str]]) -> None:
+        """Lift the tombstones of ``(kind, value)`` pairs (``Tombstones.lift_values``): an
+        import told to bring them back."""
+        await self.call(Unbury(tuple(entries)), timeout=self.timeout)
 
     async def set_vectors(self, vectors: dict[str, Vectors]) -> int:
         return cast(int, await self.call(SetVectors(vectors), timeout=self.timeout))

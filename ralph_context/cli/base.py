@@ -7,6 +7,11 @@ hides what to type. Commands made here show a flag bare, a value by its name (``
 LIMIT``), choices as ``[a|b|c]`` and an argument as ``QUERY``; a declaration's own
 ``metavar`` wins.
 
+Help is click's plain text, not Typer's rich panels: those cut any word longer than their
+column at 80 columns (where help goes when stdout is not a terminal) with an ellipsis, so a
+default such as ``retrieval.min_relevance_score`` read ``retrieval.min_relevance_sc…``, and
+read ``[forgotten]`` in a docstring as markup and printed nothing for it.
+
 ``--config`` and ``--log-level`` are accepted before the subcommand too (``ralph-context
 --log-level debug serve``), as most command lines allow: the root callback keeps them in
 :data:`GLOBAL`, and a command's own option of the same name overrides them.
@@ -169,6 +174,7 @@ class App(typer.Typer):
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("cls", _Group)
         kwargs.setdefault("add_completion", False)
+        kwargs.setdefault("rich_markup_mode", None)
         super().__init__(**kwargs)
 
     def command(  # type: ignore[override]

@@ -148,7 +148,10 @@ def ab(
         "benchmarks/ab/out"
     ),
     quick: Annotated[
-        bool, typer.Option(help="One task per kind, 2 runs each (a smoke test, ~1-2 min).")
+        bool,
+        typer.Option(
+            help="One task per kind and per hazard kind, 2 runs each (a smoke test, ~1-2 min)."
+        ),
     ] = False,
     runs_per_task: Annotated[int, typer.Option(min=1, help="Runs of each task per variant.")] = 10,
     seed: Annotated[int, typer.Option(help="Seeds the order, the noise and the guesses.")] = (
@@ -172,7 +175,8 @@ def ab(
     if agent is AbAgent.OPENAI and not (base_url and model):
         raise fail("--agent openai needs --base-url and --model (the key comes from --api-key-env)")
     try:
-        from benchmarks.ab.run import DEFAULT_SUITE, Plan, evaluate, markdown, write_outputs
+        from benchmarks.ab.report import markdown, write_outputs
+        from benchmarks.ab.run import DEFAULT_SUITE, Plan, evaluate
         from benchmarks.ab.suite import SuiteError, load_suite
     except ImportError:
         raise fail(NO_BENCHMARKS) from None

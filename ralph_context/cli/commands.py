@@ -27,29 +27,30 @@ __all__ = ["app", "main"]
 
 
 class _Commands(LazyGroup):
-    # In the order `--help` lists them: commands first, then groups.
+    # In the order `--help` lists them: the main job and its set-up first, then the store's
+    # commands by how often a person types them, then the groups.
     members: ClassVar[Mapping[str, tuple[str, str]]] = {
-        "namespaces": ("ralph_context.cli.access", "namespaces_command"),
-        "hook": ("ralph_context.cli.hook", "hook_command"),
-        "store": ("ralph_context.cli.items", "store"),
+        "serve": ("ralph_context.cli.serve", "serve"),
+        "init": ("ralph_context.cli.serve", "init"),
         "search": ("ralph_context.cli.items", "search"),
+        "store": ("ralph_context.cli.items", "store"),
         "forget": ("ralph_context.cli.items", "forget"),
-        "export": ("ralph_context.cli.store", "export_"),
-        "import": ("ralph_context.cli.store", "import_"),
         "stats": ("ralph_context.cli.store", "stats"),
         "health": ("ralph_context.cli.store", "health"),
+        "console": ("ralph_context.cli.serve", "console"),
+        "demo": ("ralph_context.cli.items", "demo"),
+        "export": ("ralph_context.cli.store", "export_"),
+        "import": ("ralph_context.cli.store", "import_"),
         "reindex": ("ralph_context.cli.store", "reindex"),
         "redact": ("ralph_context.cli.store", "redact"),
         "verify": ("ralph_context.cli.integrity", "verify"),
         "repair": ("ralph_context.cli.integrity", "repair"),
-        "demo": ("ralph_context.cli.items", "demo"),
-        "serve": ("ralph_context.cli.serve", "serve"),
-        "console": ("ralph_context.cli.serve", "console"),
-        "init": ("ralph_context.cli.serve", "init"),
+        "namespaces": ("ralph_context.cli.access", "namespaces_command"),
+        "hook": ("ralph_context.cli.hook", "hook_command"),
+        "token": ("ralph_context.cli.access", "token_app"),
         "model": ("ralph_context.cli.model", "model_app"),
         "bench": ("ralph_context.cli.bench", "bench_app"),
         "studio": ("ralph_context.cli.studio", "studio_app"),
-        "token": ("ralph_context.cli.access", "token_app"),
         "ralph": ("ralph_context.cli.serve", "ralph_app"),
     }
 

@@ -19,26 +19,35 @@ __all__ = ["checked", "engine_for", "reader_for", "reported", "run"]
 T = TypeVar("T")
 
 
-def engine_for(settings: Settings) -> Engine:
+def engine_for(settings: Settings, *, model: bool = True) -> Engine:
     """The engine, imported on first use so that commands without one start fast. The
     command's files are owner-only from here on (``storage.private``): it writes the
-    store."""
+    store. ``model``: ``False`` for a command that embeds nothing (the model is loaded if
+    something needs it after all: ``embeddings.lazy``)."""
     from ralph_context.engine import Engine
     from ralph_context.storage.private import keep_private
 
     keep_private()
-    return Engine(settings)
+    if model:
+        return Engine(settings)
+    from ralph_context.embeddings.lazy import load_on_use
+
+    return Engine(settings, model_loader=load_on_use)
 
 
-def reader_for(settings: Settings) -> Engine:
+def reader_for(settings: Settings, *, model: bool = True) -> Engine:
     """The engine for a command that only reads: read-only beside another process that
-    writes the store (a running server holds its writer lock), else the usual one."""
+    writes the store (a running server holds its writer lock), else the usual one.
+    ``model``: ``False`` for a command with no query to embed (stats, health, export: the
+    model is loaded only if something needs it, ``embeddings.lazy``)."""
+    from ralph_context.embeddings.lazy import load_on_use
+    from ralph_context.embeddings.local import load_embedder
     from ralph_context.engine import Engine
     from ralph_context.storage import writer_lock
 
-    if not settings.is_ephemeral and writer_lock.other_writer(settings.store_root()):
-        return Engine(settings, read_only=True)
-    return Engine(settings)
+    beside = not settings.is_ephemeral and writer_lock.other_writer(settings.store_root())
+    loader = load_embedder if model else load_on_use
+    return Engine(settings, read_only=bool(beside), model_loader=loader)
 
 
 def run(work: Callable[[], Awaitable[T]]) -> T:

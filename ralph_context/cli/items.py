@@ -1,7 +1,11 @@
 """``ralph-context store``, ``search``, ``forget`` and ``demo``: items one at a time.
 
 Each command checks its arguments as the engine will before it loads the model and opens the
-store (seconds), so a typo is refused at once with exit 2.
+store (seconds), so a typo is refused at once with exit 2. Beside a server that holds the
+store (``remote``), ``store``, ``search`` and ``forget`` are its MCP tools' calls, printed as
+they print without one: before, ``store`` and ``forget`` exited 1 with "open for writing by
+process ..." for as long as a server ran (the agents' shared one for 30 idle minutes).
+``forget --id`` without a server opens the store without the model (``engine.no_model``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from ralph_context.arguments import MAX_ITEMS, MIN_SCORE_HELP, NewItem, build_it
 from ralph_context.cli.base import ConfigOption, JsonOption, LogOption
 from ralph_context.cli.engine import checked, engine_for, reader_for, reported, run
 from ralph_context.cli.output import emit_json, fail, load_settings, out
-from ralph_context.cli.remote import call_tool, served
+from ralph_context.cli.remote import Served, call_tool, served
 from ralph_context.lifecycle.forgetting import check_selection
 from ralph_context.metadata_filter import parse_condition
 from ralph_context.models import ContextType, RetrievalResult
@@ -107,12 +111,16 @@ def store(
     entry = NewItem(text, type_, tag, meta, "cli" if thread is None else thread, iteration)
     checked(lambda: build_item(entry, max_bytes=settings.storage.max_content_bytes, iteration=0))
 
+    server = served(settings)
+    stored = None if server is None else reported(lambda: _store_on(server, entry))
+
     async def work() -> dict[str, Any]:
         async with engine_for(settings) as engine:
             (item,) = await engine.store_many([entry])
             return {"id": item.id, "tier": engine.health().tier.value}
 
-    stored = run(work)
+    if stored is None:
+        stored = run(work)
     if as_json:
         emit_json(stored)
     else:
@@ -195,6 +203,24 @@ def search(
     _show(result_payload(run(work)), as_json)
 
 
+def _store_on(server: Served, entry: NewItem) -> dict[str, Any] | None:
+    """``store_context`` on ``server``, as ``store`` prints it (with the tier its health
+    says); ``None`` when nothing answers there any more."""
+    arguments: dict[str, Any] = {
+        "content": entry.content,
+        "context_type": ContextType(entry.content_type).value,
+        "tags": list(entry.tags or ()),
+        "metadata": entry.metadata,
+        "thread": entry.source,
+        "iteration": entry.iteration,
+    }
+    answer = call_tool(server, "store_context", arguments)
+    if answer is None:
+        return None
+    health = call_tool(server, "health_check", {}) or {}
+    return {"id": answer["id"], "tier": health.get("tier", "unknown")}
+
+
 def _show(answer: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json(answer)
@@ -239,8 +265,22 @@ def forget(
     settings = load_settings(config, log_level)
     checked(lambda: check_selection(item_id, type_, tag, older_than, iteration))
 
+    selectors: dict[str, Any] = {
+        "item_ids": item_id,
+        "context_types": [kind.value for kind in type_] if type_ else None,
+        "tags": tag,
+        "older_than_iteration": older_than,
+        "iterations": iteration,
+        "dry_run": dry_run,
+    }
+    server = served(settings)
+    payload = None
+    if server is not None:
+        payload = reported(lambda: call_tool(server, "forget_context", selectors))
+
     async def work() -> dict[str, Any]:
-        async with engine_for(settings) as engine:
+        # The selectors pick by id, type, tag and iteration: nothing to embed, no model.
+        async with engine_for(settings, model=False) as engine:
             report = await engine.forget(
                 item_ids=item_id,
                 context_types=type_,
@@ -255,9 +295,13 @@ def forget(
             "item_ids": list(report.item_ids),
             "iterations": list(report.iterations),
             "cleared_iterations": list(report.cleared_iterations),
+            "purged": report.purged,
+            "versions_removed": report.versions_removed,
+            "finished_earlier": report.finished_earlier,
         }
 
-    payload = run(work)
+    if payload is None:
+        payload = run(work)
     if as_json:
         emit_json(payload)
         return
@@ -271,6 +315,14 @@ def forget(
     if payload["cleared_iterations"]:
         numbers = ", ".join(str(n) for n in payload["cleared_iterations"])
         out.print(f"cleared the record(s) of iteration(s) {numbers}", highlight=False)
+    if payload["finished_earlier"]:
+        out.print("finished an earlier forget that had not", highlight=False)
+    if payload["purged"]:
+        out.print(
+            "purged the store's files of deleted rows "
+            f"({payload['versions_removed']} old version(s) of the items removed)",
+            highlight=False,
+        )
 
 
 DEMO_ITEMS: tuple[tuple[str, ContextType, tuple[str, ...]], ...] = (

@@ -1,5 +1,6 @@
-"""Asking the server that holds the store, instead of opening it: ``search``, ``stats`` and
-``health`` answer in well under a second beside a running server.
+"""Asking the server that holds the store, instead of opening it: ``search``, ``stats``,
+``health``, ``store``, ``forget`` and ``import`` beside a running server (its MCP tools; for
+``import``, its ``/transfer/import`` route), in well under a second for all but ``import``.
 
 Opening the store costs a command seconds (LanceDB, the actors) and loading the model more
 (onnxruntime): 8-15 s for ``stats``, which only prints counts. When another process holds
@@ -33,7 +34,7 @@ from ralph_context.storage import writer_lock
 if TYPE_CHECKING:
     from ralph_context.config import Settings
 
-__all__ = ["PROTOCOL", "Served", "call_tool", "served"]
+__all__ = ["PROTOCOL", "Served", "call_tool", "post_json", "served"]
 
 # The protocol revision whose requests stand alone (the SDK's ``_streamable_http_modern``).
 PROTOCOL = "2026-07-28"
@@ -119,6 +120,42 @@ def call_tool(server: Served, tool: str, arguments: dict[str, Any]) -> dict[str,
     if reply is None:
         raise RalphContextError(f"the server at {server.url} answered {status}: {text[:200]!r}")
     return _result(server, tool, reply)
+
+
+def post_json(
+    server: Served, route: str, payload: dict[str, Any], wait: float = _WAIT
+) -> dict[str, Any] | None:
+    """``payload`` posted to ``route`` of ``server``'s namespace (``/transfer/import``):
+    its JSON answer; ``None`` when nothing listens there any more.
+
+    Raises:
+        InvalidInput: The server refused the payload (400: the command's exit 2).
+        RalphContextError: Any other refusal, or no answer in time.
+    """
+    path = server.note.mcp_path.removesuffix("/mcp") + route
+    headers = {"Content-Type": "application/json"}
+    token = bearer_token(server.note)
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    try:
+        status, text = post(server.note.base_url, path, body, headers, wait)
+    except ConnectionRefusedError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise RalphContextError(f"the server at {server.url} did not answer: {exc}") from None
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        answer = None
+    if status == 200 and isinstance(answer, dict):
+        return answer
+    said = (
+        answer.get("error") if isinstance(answer, dict) else text[:200].decode("utf-8", "replace")
+    )
+    if status == 400:
+        raise InvalidInput(str(said))
+    raise RalphContextError(f"the server at {server.url} answered {status}: {said}")
 
 
 def _reply(text: bytes) -> dict[str, Any] | None:

@@ -3,10 +3,12 @@ the store as a whole (what it holds, whether it serves, backups and moves, a new
 model, secrets stored before redaction).
 
 ``stats`` and ``health`` ask the server that holds the store, when one serves it over HTTP
-(``remote``: its figures in a fraction of a second, no model loaded); ``export``, and
-``stats`` and ``health`` beside a server without an endpoint, open the store read-only.
-Their ``--json`` is the MCP tools' answer (``get_context_stats``, ``health_check``) either
-way.
+(``remote``: its figures in a fraction of a second, no model loaded), and ``import`` sends
+it the file (``server.import_route``); ``export``, and ``stats`` and ``health`` beside a
+server without an endpoint, open the store read-only. Their ``--json`` is the MCP tools'
+answer (``get_context_stats``, ``health_check``) either way. Without a server, ``stats``,
+``health`` and ``export`` open the store without loading the model (``embeddings.lazy``).
+``reindex`` refuses beside a server (it runs on the configured model already).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -26,7 +29,7 @@ from ralph_context.cli.base import ConfigOption, JsonOption, LogOption
 from ralph_context.cli.engine import engine_for, reader_for, reported, run
 from ralph_context.cli.integrity import quick_check
 from ralph_context.cli.output import emit_json, err, fail, load_settings, out
-from ralph_context.cli.remote import call_tool, served
+from ralph_context.cli.remote import Served, call_tool, post_json, served
 from ralph_context.config import Settings
 from ralph_context.errors import RalphContextError
 
@@ -47,7 +50,7 @@ def _stats_payload(settings: Settings) -> dict[str, Any]:
     from ralph_context.server.schemas import ContextStats
 
     async def work() -> dict[str, Any]:
-        async with reader_for(settings) as engine:
+        async with reader_for(settings, model=False) as engine:
             found = await engine.stats()
         return ContextStats.of(found, settings).model_dump(mode="json")
 
@@ -66,7 +69,7 @@ def _health_payload(settings: Settings) -> dict[str, Any]:
     from ralph_context.server.schemas import HealthReport
 
     async def work() -> dict[str, Any]:
-        async with reader_for(settings) as engine:
+        async with reader_for(settings, model=False) as engine:
             try:
                 size: int | None = await engine.size_bytes()
             except RalphContextError:  # the store is down: health says so
@@ -103,7 +106,7 @@ def export_(
     settings = load_settings(config, log_level)
 
     async def work() -> TransferReport:
-        async with reader_for(settings) as engine:
+        async with reader_for(settings, model=False) as engine:
             with _progress("exported") as tick:
                 if str(path) == "-":
                     return await export_store(engine, sys.stdout, vectors=vectors, progress=tick)
@@ -121,10 +124,19 @@ def export_(
 
 def import_(
     path: Annotated[Path, typer.Argument(help="A file `ralph-context export` wrote.")],
+    include_forgotten: Annotated[
+        bool,
+        typer.Option(
+            "--include-forgotten",
+            help="Also store the items and iteration records a forget deleted (skipped "
+            "otherwise: forget is final), and lift their tombstones.",
+        ),
+    ] = False,
     config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
-    """Store what an export wrote; items already in the store are skipped."""
+    """Store what an export wrote; items already in the store, and what a forget deleted
+    (unless --include-forgotten), are skipped."""
     from ralph_context.transfer.export_import import import_store
 
     settings = load_settings(config, log_level)
@@ -134,26 +146,81 @@ def import_(
     async def work() -> TransferReport:
         async with engine_for(settings) as engine:
             with _progress("imported") as tick, path.open(encoding="utf-8") as lines:
-                return await import_store(engine, lines, progress=tick)
+                return await import_store(
+                    engine, lines, progress=tick, include_forgotten=include_forgotten
+                )
 
-    report = run(work)
-    err.print(_transfer_line("imported", report), highlight=False)
+    server = served(settings)
+    report = (
+        None
+        if server is None
+        else reported(lambda: _import_on(server, path, include_forgotten=include_forgotten))
+    )
+    if report is None:
+        report = run(work)
+    line = _transfer_line("imported", report, brought_back=include_forgotten)
+    err.print(line, highlight=False)
+
+
+# Records per request to a server (each a line of JSON: ~4 KB with its vector), and the
+# seconds one may take (stored, and embedded again for another model: ~100 items a second).
+_CHUNK_LINES = 1000
+_CHUNK_WAIT = 600.0
+
+
+def _import_on(
+    server: Served, path: Path, *, include_forgotten: bool = False
+) -> TransferReport | None:
+    """The file at ``path`` imported by ``server`` (``server.import_route``), the header
+    and a chunk of records per request; ``None`` when nothing answers there any more."""
+    from ralph_context.transfer.export_import import IMPORT_PATH, TransferReport
+
+    total = TransferReport()
+    with _progress("imported") as tick, path.open(encoding="utf-8") as lines:
+        header = next(lines, "")
+        number = 2
+        while chunk := list(islice(lines, _CHUNK_LINES)):
+            body = {
+                "lines": [header, *chunk],
+                "first_line": number,
+                "include_forgotten": include_forgotten,
+            }
+            answer = post_json(server, IMPORT_PATH, body, _CHUNK_WAIT)
+            if answer is None:
+                return None
+            for key, value in answer.items():
+                setattr(total, key, getattr(total, key) + int(value))
+            number += len(chunk)
+            tick(total.items + total.archived)
+        if number == 2:  # a header alone: checked by the server as a file would be
+            if post_json(server, IMPORT_PATH, {"lines": [header], "first_line": 2}) is None:
+                return None
+    return total
 
 
 @contextmanager
 def _progress(verb: str) -> Iterator[Callable[[int], None]]:
-    """A progress line on stderr while a transfer runs; yields the counter to call."""
+    """A progress line on stderr while a transfer runs, on a terminal only (a log or a
+    pipe got the spinner's last frame); yields the counter to call."""
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
+    if not err.is_terminal:
+        yield lambda done: None
+        return
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), console=err) as bar:
         task = bar.add_task(f"{verb} 0")
         yield lambda done: bar.update(task, description=f"{verb} {done:,}")
 
 
-def _transfer_line(verb: str, report: TransferReport) -> str:
+def _transfer_line(verb: str, report: TransferReport, *, brought_back: bool = False) -> str:
+    forgotten = ""
+    if report.forgotten:
+        said = "brought back" if brought_back else "skipped: forgotten (--include-forgotten)"
+        forgotten = f", {report.forgotten} {said}"
     return (
         f"{verb} {report.items} items, {report.archived} archived, {report.iterations} "
-        f"iterations ({report.skipped} already there, {report.embedded} embedded again)"
+        f"iterations ({report.skipped} already there, {report.embedded} embedded again"
+        f"{forgotten})"
     )
 
 
@@ -172,8 +239,17 @@ def stats(
     table.add_column("value", overflow="fold")
     for key, value in payload.items():
         shown = json.dumps(value) if isinstance(value, dict | list) else str(value)
-        table.add_row(key, shown)
+        table.add_row(_STATS_LABELS.get(key, key), shown)
     out.print(table)
+
+
+# Keys whose bare name read as one number twice: "iterations 0" beside "latest_iteration 1"
+# (a store's items belong to iteration 1 before any iteration is recorded). --json keeps
+# the tool's keys.
+_STATS_LABELS = {
+    "iterations": "iteration records",
+    "latest_iteration": "latest iteration (items or records)",
+}
 
 
 def health(
@@ -222,6 +298,16 @@ def reindex(config: ConfigOption = None, log_level: LogOption = None) -> None:
     if settings.is_ephemeral:
         raise fail("this configuration keeps no persistent store; nothing to reindex", 2)
     root = settings.store_root()
+    server = served(settings)
+    if server is not None:
+        # Not through it: a server that holds the store serves it with the configured
+        # model already (a store of another model would not have opened), and a reindex
+        # rewrites every vector under the requests it answers.
+        raise fail(
+            f"the store is served by process {server.note.pid} at {server.url}: stop it to "
+            "reindex (it runs on the configured model already)",
+            1,
+        )
     try:
         embedder = load_embedder(settings.embeddings)
         count = 0

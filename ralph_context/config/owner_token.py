@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ralph_context.config.token_file import token_for
+from ralph_context.config.token_file import OWNER_FILE, token_for
 from ralph_context.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["OWNER_FILE", "OWNER_LABEL", "client_token", "ensure", "forward_token", "read"]
 
-OWNER_FILE = "owner.token"
 # How a request holding it is named in logs and audit lines.
 OWNER_LABEL = "owner"
 # 32 random bytes, URL-safe: 43 characters (as ``token new`` makes them).

@@ -25,7 +25,6 @@ from ralph_context.config.loading import (
     read_block,
     refuse_prompt_data,
 )
-from ralph_context.config.owner_token import OWNER_FILE
 from ralph_context.config.packs import PacksSettings, mapping_form
 from ralph_context.config.presets import PRESETS, Preset
 from ralph_context.config.prompts import PromptSpec
@@ -41,6 +40,7 @@ from ralph_context.config.section import definition_error, xdg
 from ralph_context.config.server import ServerSettings
 from ralph_context.config.skillbook import SkillbookSettings
 from ralph_context.config.storage import StorageSettings
+from ralph_context.config.token_file import OWNER_FILE
 from ralph_context.errors import ConfigError
 from ralph_context.object_location import Location, ObjectLocation
 

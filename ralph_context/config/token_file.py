@@ -16,9 +16,12 @@ from pathlib import Path
 from ralph_context import namespaces
 from ralph_context.errors import ConfigError
 
-__all__ = ["ENV_TOKEN", "EVERY", "FileToken", "read_tokens", "token_for"]
+__all__ = ["ENV_TOKEN", "EVERY", "OWNER_FILE", "FileToken", "read_tokens", "token_for"]
 
 ENV_TOKEN = "RALPH_CONTEXT_TOKEN"
+# The store's owner token, in the store's folder (``owner_token``); here, below both the
+# settings that name its path and the module that makes it.
+OWNER_FILE = "owner.token"
 EVERY = "*"
 
 

@@ -65,8 +65,7 @@ class Engine:
         settings: Loaded configuration; ``None`` means defaults plus environment.
         model_loader: How the embedding actor loads its model (tests inject failures here).
         read_only: Read a store another process writes (a running server): no writer lock,
-            nothing written (writes raise ``StoreError``), no lifecycle; searches see the
-            writer's latest commits.
+            no writes (they raise ``StoreError``) or lifecycle; reads see its latest commits.
 
     Raises:
         ConfigError: ``settings`` is ``None`` and the configuration is invalid.
@@ -123,9 +122,8 @@ class Engine:
     def inference(self) -> InferenceActor:
         """The language model actor: ``list_models()`` and ``complete(...)`` for the tools.
 
-        It is ``down`` when no model is configured; its calls then raise ``ActorUnavailable``
-        at once, saying how to configure one, and the engine keeps its extractive summaries
-        (``lifecycle.summarizer_model`` names the model that writes them otherwise).
+        ``down`` with no model configured (its calls raise ``ActorUnavailable`` at once,
+        saying how to configure one): the engine keeps its extractive summaries.
 
         Raises:
             ActorUnavailable: The engine is not started.
@@ -244,6 +242,7 @@ class Engine:
         tags: Sequence[str] | None = None,
         prefer_types: Sequence[ContextType | str] | None = None,
         metadata: Sequence[MetadataCondition | Mapping[str, object]] | None = None,
+        counted: bool = True,
     ) -> RetrievalResult:
         """Find the items most relevant to ``query``, best first, within a token budget.
 
@@ -257,11 +256,11 @@ class Engine:
             max_tokens: Estimated prompt tokens the items may use together; defaults to
                 ``retrieval.max_context_tokens``.
             tags: Only items carrying at least one of these tags.
-            prefer_types: Types that score full type match without filtering the others out
-                (the Ralph hook's ``retrieval.context_types``). Ignored if ``context_types``
-                is given.
+            prefer_types: Types scoring full type match, the others kept (the Ralph hook's
+                ``retrieval.context_types``); ignored with ``context_types``.
             metadata: Only items whose metadata meets every condition
                 (``{"key": "priority", "op": ">=", "value": 2}``; see ``metadata_filter``).
+            counted: ``False``: the items do not count as retrieved (a person looking).
 
         Raises:
             InvalidInput: A bad argument. Failures of the engine's parts never raise; they
@@ -277,6 +276,7 @@ class Engine:
             tags=tags,
             prefer_types=prefer_types,
             metadata=metadata,
+            counted=counted,
         )
         started = time.perf_counter()
         with self._foreground.busy():

@@ -19,6 +19,7 @@ from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, check_browse
 from ralph_context.config import Settings
 from ralph_context.embeddings.local import Vectors
+from ralph_context.engine.replay import refuse_replayed
 from ralph_context.errors import InvalidInput, ItemNotFound, StoreError
 from ralph_context.models import ContextItem, ContextState, ContextType, JsonValue
 from ralph_context.privacy import Redactor
@@ -28,6 +29,7 @@ from ralph_context.storage.forwarding import Forwarded
 from ralph_context.storage.lance_store import MaintenanceReport, StoreStats
 from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.requests import item_fingerprint
+from ralph_context.storage.store_items import forgotten_key
 from ralph_context.validation import (
     check_content,
     check_int,
@@ -108,6 +110,8 @@ class Items:
                 iteration more than ``lifecycle.max_iteration_step`` past the latest, or a
                 key that is not 1-200 characters of text. Nothing is stored.
             IdempotencyConflict: The key was used before with other arguments.
+            ItemForgotten: The key's item was forgotten since: a retry does not bring it
+                back (``storage.tombstones``).
             ActorUnavailable: The store itself is down.
         """
         entry = NewItem(content, content_type, tags, metadata, source, iteration)
@@ -118,6 +122,8 @@ class Items:
         built = self._wiring.build_item(entry)
         fingerprint = item_fingerprint(built, iteration)
         storage = self._wiring.require_storage()
+        if storage.key_forgotten(key):  # refused before the model spends anything on it
+            raise forgotten_key(key)
         with self._wiring.foreground.busy():
             first = storage.request_target(key)
             if first is not None:
@@ -133,6 +139,8 @@ class Items:
 
         Raises:
             InvalidInput: Any entry is invalid; nothing is stored.
+            ItemForgotten: Stored for a capture the hooks spooled before a forget that
+                deleted its text (``replay``); nothing is stored.
             ActorUnavailable: The store itself is down.
         """
         items: list[ContextItem] = []
@@ -141,6 +149,7 @@ class Items:
             await anyio.lowlevel.checkpoint()
         if not items:
             return []
+        refuse_replayed(self._wiring.require_storage(), items)  # a spooled capture's
         with self._wiring.foreground.busy():
             return await self._wiring.persist(items)
 

@@ -7,12 +7,14 @@ reaches the actors and the lifecycle clock through the engine's wiring (``wiring
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from ralph_context._logging import get_logger
 from ralph_context.actors.storage import StorageActor
 from ralph_context.arguments import NewItem, check_iteration_step
 from ralph_context.config import Settings
+from ralph_context.engine.replay import refuse_replayed
 from ralph_context.engine.wiring import NOT_STARTED
 from ralph_context.errors import (
     ActorUnavailable,
@@ -139,6 +141,8 @@ class IterationLoop:
                 )
             )
         storage = self._wiring.require_storage()
+        if error_item is not None:
+            refuse_replayed(storage, [error_item])  # a turn the hooks spooled before a forget
         with self._wiring.foreground.busy():
             if key is not None and storage.request_target(key) is None:
                 target = error_item.id if error_item else ""
@@ -256,10 +260,14 @@ class IterationLoop:
         dry_run: bool = False,
     ) -> ForgetReport:
         """Delete the items the selectors pick (AND-ed; at least one), live and archived:
-        their rows, vectors, usage counters and archived originals; with a selection by
-        iteration alone, those iterations' records too; a record whose error item goes is
-        cleared (see ``forgetting``). Then the store is scrubbed (``LanceStore.scrub``):
-        no tool, resource or search returns them, and no file of the store holds them.
+        their rows, vectors, usage counters, archived originals and idempotency keys; with
+        a selection by iteration alone, those iterations' records too; a record whose error
+        item goes is cleared (see ``forgetting``). They leave tombstones (ids and keyed
+        digests, no text: ``storage.tombstones``), so no import, keyed retry, replica or
+        spooled capture brings them back. Then the store is scrubbed (``LanceStore.scrub``),
+        also when nothing is selected now (what an earlier delete left goes): no tool,
+        resource or search returns them, and no file of the store holds them. A crash
+        before the end is finished when the store next opens (``storage.store_forget``).
 
         Raises:
             InvalidInput: No selector, or a bad one; nothing is deleted.
@@ -275,21 +283,29 @@ class IterationLoop:
                 tuple(found.records),
                 tuple(found.cleared),
             )
-            if dry_run or found.empty:
+            if dry_run:
                 return report
-            if found.hot or found.archived:
-                await storage.prune(found.hot, found.archived)
-            if found.records or found.cleared:
-                await storage.forget_iterations(found.records, found.cleared)
-        # The files and old versions still hold the rows: rewrite and drop them now.
-        await storage.scrub()
+            # The plan first, then tombstones, deletes, keys and records (store_forget):
+            # a crash from here on is finished when the store next opens.
+            begun = await storage.forget(found)
+        # The files and old versions still hold the rows (this forget's, and any an earlier
+        # one or a prune left when nothing is selected now): rewrite and drop them now.
+        scrubbed = await storage.scrub()
+        await storage.end_forget()
         log.info(
             "forgotten",
             items=report.count,
             iterations=len(found.records),
             cleared_iterations=len(found.cleared),
+            versions_removed=scrubbed.versions_removed,
+            finished_earlier=begun.finished_earlier,
         )
-        return report
+        return replace(
+            report,
+            purged=True,
+            versions_removed=scrubbed.versions_removed,
+            finished_earlier=begun.finished_earlier,
+        )
 
     async def recent_iterations(self, last_n: int = 5) -> list[IterationResult]:
         """The last ``last_n`` iterations, newest first.

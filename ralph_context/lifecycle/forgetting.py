@@ -3,7 +3,8 @@
 The lifecycle prunes by age and usefulness; a user who stored a secret, or a loop that
 learned something wrong, needs to delete chosen items now, live or archived, with nothing
 left that a tool, resource or search could return, nor on disk (the store is scrubbed
-afterwards: ``LanceStore.scrub``). The selectors combine with AND (items with these ids, of
+afterwards: ``LanceStore.scrub``), nor again (it leaves tombstones: ``storage.tombstones``).
+The selectors combine with AND (items with these ids, of
 these types, carrying one of these tags, created before that iteration, created in one of
 these iterations); at least one is required, so a call cannot forget everything by
 accident.
@@ -53,13 +54,21 @@ MAX_FORGET_ITERATIONS = 1_000
 
 @dataclass(frozen=True)
 class ForgetReport:
-    """What a forget call deleted (or, with ``dry_run``, would delete)."""
+    """What a forget call deleted (or, with ``dry_run``, would delete), and what it purged
+    from the store's files."""
 
     dry_run: bool
     item_ids: tuple[str, ...]
     # Iteration records deleted, and records cleared (see the module's docstring).
     iterations: tuple[int, ...] = ()
     cleared_iterations: tuple[int, ...] = ()
+    # The store's files were rewritten without deleted rows and its old versions dropped
+    # (always, but for a dry run: a forget that finds nothing now still purges what an
+    # earlier delete left on disk), and how many old versions of the items table went.
+    purged: bool = False
+    versions_removed: int = 0
+    # An earlier forget that did not finish (a crash, a failed purge) was finished too.
+    finished_earlier: bool = False
 
     @property
     def count(self) -> int:

@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 SECRET_WORD = re.compile(
-    r"password|passwd|passphrase|pwd|secret|token|api[_\-]?key|access[_\-]?key|"
+    r"password|passwd|passphrase|pwd|secret|token|api[_\-]?key|access[_\-]?key|account[_\-]?key|"
     r"private[_\-]?key|signing[_\-]?key|encryption[_\-]?key|auth[_\-]?key|credentials?"
 )
 # Every secret word holds one of these (a cheap test before the search).
@@ -72,7 +72,7 @@ _NOT_THE_SECRET = frozenset(
     "lifetime timeout scope scopes audience issuer method methods text node nodes stream "
     "list set sets map string str class cls obj tree info num number start end pos offset "
     "span spans line lines range char chars word words table reader writer parser lexer "
-    "buffer code prompt prompts input output kwargs args".split()
+    "buffer code prompt prompts input output kwargs args stdin".split()
 )
 # Values that stand in for a secret in docs and tests: no secret to protect, a memory to keep.
 DUMMIES = frozenset(
@@ -121,6 +121,7 @@ _KINDS = (
     ("pwd", "password"),
     ("api", "api_key"),
     ("access", "access_key"),
+    ("account", "account_key"),
     ("private", "private_key"),
     ("credential", "credential"),
     ("token", "token"),

@@ -37,13 +37,16 @@ class Rule:
     placeholders: bool = False
 
     def secret_span(self, text: str, match: re.Match[str]) -> tuple[int, int] | None:
-        """Where the value to replace sits in ``match`` (group ``secret``, else all of
-        it), or ``None`` when the match is the tail of a longer token."""
+        """Where the value to replace sits in ``match`` (the first group named ``secret``
+        or ``secret_<how>`` that matched: a quoted value and a bare one are two groups,
+        since a name cannot repeat; else all of it), or ``None`` when the match is the
+        tail of a longer token."""
         start = match.start()
         if self.starts_token and start > 0 and text[start - 1] in _TOKEN_CHARS:
             return None
-        if "secret" in self.pattern.groupindex and match.group("secret") is not None:
-            return match.span("secret")
+        for name in self.pattern.groupindex:
+            if (name == "secret" or name.startswith("secret_")) and match.group(name) is not None:
+                return match.span(name)
         return match.span()
 
 
@@ -61,6 +64,30 @@ def _rule(kind: str, pattern: str, *hints: str, flags: int = 0, placeholders: bo
 
 # A token body: letters, digits and the separators providers use; never ends a word early.
 _END = r"(?![A-Za-z0-9_\-])"
+# A password given to a command: quoted (spaces and all) or bare, up to the next blank.
+_ARGUMENT = (
+    r"(?:'(?P<secret_single>[^'\n]{1,256})'|\"(?P<secret_double>[^\"\n]{1,256})\""
+    r"|(?P<secret>[^\s'\"]{1,256}))"
+)
+# The rest of one command before a flag: no newline, and no ;, | or & that would end it.
+_SAME_COMMAND = r"[^\n;|&]{0,200}?(?<=\s)"
+
+
+# A .pgpass line's fields (host, port, database, user: ``*`` for any), then its password
+# (``\:`` escapes a colon), up to a blank, a quote or the end. ``_HOST``: a host name or
+# ``*``.
+_HOST = r"[A-Za-z0-9_.\-]{1,253}|\*"
+_PGPASS = (
+    r"(?<![\w.:/@\-])(?:{host}):(?:{port}):[^:\s'\"]{{1,63}}:"
+    r"[^:\s'\"]{{1,63}}:(?P<secret>(?:\\:|[^\s'\":]){{1,256}})(?![^\s'\"])"
+)
+
+
+def _command_password(commands: str, flag: str) -> str:
+    """A password given on a command line: one of ``commands`` (a regex of names), then,
+    in the same command, ``flag`` (a regex ending where its value starts) and the value."""
+    return rf"(?<![\w./\-])(?:{commands})\b{_SAME_COMMAND}(?:{flag}){_ARGUMENT}"
+
 
 DEFAULT_RULES: tuple[Rule, ...] = (
     # Spans a user marks private: everything between the tags goes, tags stay.
@@ -133,6 +160,108 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "url_password",
         r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@'\"<>]{1,128}:(?P<secret>[^\s@/'\"<>]{1,256})@",
         "://",
+        placeholders=True,
+    ),
+    # A user name left empty: redis://:password@host, amqp://:secret@broker.
+    _rule(
+        "url_password",
+        r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://:(?P<secret>[^\s@/'\"<>]{1,256})@",
+        "://:",
+        placeholders=True,
+    ),
+    # Azure connection strings (storage, Service Bus, Event Hubs, IoT Hub): the account or
+    # shared access key, and a SAS token's signature (sig=, URL-encoded base64).
+    _rule(
+        "azure_key",
+        r"(?<![A-Za-z])(?i:AccountKey|SharedAccessKey|PrimaryKey|SecondaryKey)[ \t]*=[ \t]*"
+        r"(?P<secret>[A-Za-z0-9+/]{16,}(?:={0,2}|(?:%3D){0,2}))",
+        "accountkey",
+        "sharedaccesskey",
+        "primarykey",
+        "secondarykey",
+        placeholders=True,
+    ),
+    _rule(
+        "azure_sas",
+        r"[?&;]sig=(?P<secret>[A-Za-z0-9%+/]{20,}(?:=|%3D){0,2})",
+        "sig=",
+    ),
+    # Google OAuth: a client secret (GOCSPX-) and an access token (ya29.).
+    _rule("google_oauth_secret", _START + r"GOCSPX-[A-Za-z0-9_\-]{20,}" + _END, "gocspx-"),
+    _rule("google_oauth_token", _START + r"ya29\.[A-Za-z0-9_\-]{30,}" + _END, "ya29."),
+    # Twilio: an API key's SID (SK + 32 hex) names the key, and pairs with its secret.
+    _rule("twilio_api_key", _START + r"SK[0-9a-fA-F]{32}" + _END, "sk"),
+    # Passwords on command lines of tools that take them there: the MySQL family's -pPASS
+    # (attached: "-p db" prompts, and db is a database), sshpass -p, a registry login's
+    # -p/--password, redis-cli -a, the MongoDB tools' -p.
+    _rule(
+        "password",
+        _command_password(r"mysql\w*|mariadb[\w\-]*", r"-p(?=[^\s])"),
+        "mysql",
+        "mariadb",
+        placeholders=True,
+    ),
+    _rule("password", _command_password("sshpass", r"-p[ \t]*"), "sshpass", placeholders=True),
+    _rule(
+        "password",
+        _command_password(
+            r"(?:docker|podman|nerdctl|buildah|skopeo|oras|helm(?:[ \t]+registry)?)[ \t]+login",
+            r"(?:-p|--password)(?:[ \t]+|=)",
+        ),
+        "login",
+        placeholders=True,
+    ),
+    _rule(
+        "password",
+        _command_password(r"redis-cli", r"(?:-a|--pass)(?:[ \t]+|=)"),
+        "redis-cli",
+        placeholders=True,
+    ),
+    _rule(
+        "password",
+        _command_password(
+            r"mongo(?:sh|dump|restore|export|import|stat|top)?", r"(?:-p|--password)(?:[ \t]+|=)"
+        ),
+        "mongo",
+        placeholders=True,
+    ),
+    # Credentials files: .netrc's "machine HOST login USER password PASS" (on one line or
+    # several), .pgpass's "host:port:database:user:password" (a port of PostgreSQL's or
+    # pgbouncer's, any host on any port, or any line where the text names pgpass),
+    # redis.conf's requirepass.
+    _rule(
+        "password",
+        r"\b(?:machine[ \t\r\n]+\S+|default)(?:[ \t\r\n]+(?:login|account)[ \t\r\n]+\S+)+"
+        r"[ \t\r\n]+password[ \t\r\n]+" + _ARGUMENT,
+        "password",
+        placeholders=True,
+    ),
+    _rule(
+        "password",
+        _PGPASS.format(host=_HOST, port=r"543\d|6432"),
+        ":543",
+        ":6432",
+        placeholders=True,
+    ),
+    # Any host and any port is an ARN's service:region:account (arn:aws:logs:*:*:...); any
+    # host on any port is pgpass's alone.
+    _rule(
+        "password",
+        _PGPASS.format(host=r"\*", port=r"\*"),
+        "*:*:",
+        placeholders=True,
+    ),
+    _rule(
+        "password",
+        _PGPASS.format(host=_HOST, port=r"\d{1,5}|\*"),
+        "pgpass",
+        placeholders=True,
+    ),
+    _rule(
+        "password",
+        r"(?<![\w\-])(?:requirepass|masterauth)[ \t]+" + _ARGUMENT,
+        "requirepass",
+        "masterauth",
         placeholders=True,
     ),
     # curl/wget basic credentials: -u user:password, --user user:password.

@@ -363,13 +363,13 @@ class Retriever:
         embed_ms: float,
         search_ms: float,
     ) -> RetrievalResult:
-        shown = zip(ranking.kept, self._note_access(ranking.kept), strict=True)
+        noted = self._note_access(ranking.kept) if query.counted else [s.item for s in ranking.kept]
         return RetrievalResult(
             items=tuple(
                 RetrievedItem(
                     item=item, score=s.score, breakdown=s.breakdown, tokens=item_tokens(item)
                 )
-                for s, item in shown
+                for s, item in zip(ranking.kept, noted, strict=True)
             ),
             query_embedding_time_ms=embed_ms,
             search_time_ms=search_ms,

@@ -7,7 +7,7 @@ front of an app that has none of its own (the deprecated SSE transport)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import TransportSecurityMiddleware
@@ -19,12 +19,32 @@ from ralph_context import namespaces
 from ralph_context.config.token_file import EVERY
 
 if TYPE_CHECKING:
-    from ralph_context.server.http import Spaces
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from ralph_context.engine import Engine
+    from ralph_context.server.agents.events import AgentEvents
     from ralph_context.server.tokens import TokenBook
 
-__all__ = ["NO_TOKEN", "GuardedEndpoint", "bearer_only", "refusal", "refused"]
+__all__ = ["NO_TOKEN", "GuardedEndpoint", "Namespaces", "bearer_only", "refusal", "refused"]
 
 NO_TOKEN = "this server needs 'Authorization: Bearer <token>'"
+
+
+class Namespaces(Protocol):
+    """What a route beside ``/mcp`` asks of the server's namespaces (``server.http.Spaces``
+    is the one): named here, below ``http``, which builds the routes from their modules, so
+    those never import ``http`` back."""
+
+    security: TransportSecuritySettings
+    read_only: bool
+
+    async def engine(self, name: str) -> Engine:
+        """Namespace ``name``'s engine, started if it was not."""
+        ...
+
+    async def agents(self, name: str) -> AgentEvents:
+        """Namespace ``name``'s answers to the agents' hooks."""
+        ...
 
 
 def refused(status: int, text: str) -> Response:
@@ -61,7 +81,7 @@ class GuardedEndpoint:
     # What the route takes, for the refusal of a request that is not a POST.
     takes = "JSON"
 
-    def __init__(self, spaces: Spaces, tokens_enabled: bool) -> None:
+    def __init__(self, spaces: Namespaces, tokens_enabled: bool) -> None:
         self.spaces = spaces
         self.tokens_enabled = tokens_enabled
         self.security = TransportSecurityMiddleware(spaces.security)

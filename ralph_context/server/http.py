@@ -46,6 +46,7 @@ from ralph_context.server.agents.route import hook_routes
 from ralph_context.server.app import ContextServer, serving
 from ralph_context.server.console import console_routes
 from ralph_context.server.guard import NO_TOKEN
+from ralph_context.server.import_route import import_routes
 from ralph_context.server.limits import InFlight, RateLimiter, retry_after
 from ralph_context.server.replica_route import replica_routes
 from ralph_context.server.tokens import TokenBook
@@ -344,9 +345,9 @@ def _lane(limits: ServerSettings) -> InFlight:
 
 
 def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
-    """The Starlette app: both MCP routes, the agents' hooks (``/hooks/<client>``) and the
-    console (``/console``), bearer
-    authentication when tokens are set."""
+    """The Starlette app: both MCP routes, the agents' hooks (``/hooks/<client>``), the
+    replicas' forwarded writes, the CLI's imports (``/transfer/import``) and the console
+    (``/console``), bearer authentication when tokens are set."""
     limits = spaces.settings.server
     endpoint = _Endpoint(
         spaces,
@@ -361,5 +362,6 @@ def build_app(spaces: Spaces, tokens: TokenBook) -> Starlette:
     routes: list[BaseRoute] = [Route("/mcp", endpoint), Route("/ns/{name}/mcp", endpoint)]
     routes += hook_routes(spaces, tokens.enabled)
     routes += replica_routes(spaces, tokens.enabled)
+    routes += import_routes(spaces, tokens.enabled)
     routes += console_routes(spaces, tokens)
     return Starlette(routes=routes, middleware=middleware)

@@ -5,7 +5,8 @@ Guarded as the hooks are (``guard``: token and namespace, Host/Origin, a cap on 
 body). The answers the sender acts on: 200 with the items as stored, whether they were
 written now, and the table version holding them; 409 when this replica does not commit
 the store's writes now (the sender commits the write itself); 422 for an idempotency key
-used for another request; 400 for a body that is not a forwarded write; 502 when the
+used for another request; 410 for a write that would bring back what a forget deleted
+(``storage.tombstones``); 400 for a body that is not a forwarded write; 502 when the
 store failed the write (it may have been committed: the sender says so, or retries a
 keyed write itself); 503 when it refused the write before committing (a full disk, or
 a namespace it cannot open: the sender commits it itself).
@@ -14,7 +15,6 @@ a namespace it cannot open: the sender commits it itself).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from mcp.server.transport_security import (
     RequestBodyLimitMiddleware,
@@ -28,14 +28,12 @@ from ralph_context._logging import get_logger
 from ralph_context.errors import (
     IdempotencyConflict,
     InvalidInput,
+    ItemForgotten,
     RalphContextError,
     StoreUnwritable,
 )
-from ralph_context.server.guard import GuardedEndpoint, refused
+from ralph_context.server.guard import GuardedEndpoint, Namespaces, refused
 from ralph_context.storage.forwarding import FORWARD_PATH, NOT_HOLDER, decode_pairs
-
-if TYPE_CHECKING:
-    from ralph_context.server.http import Spaces
 
 __all__ = ["replica_routes"]
 
@@ -71,6 +69,8 @@ class _WritesEndpoint(GuardedEndpoint):
             forwarded = await engine.commit_forwarded(pairs, key, fingerprint)
         except IdempotencyConflict as exc:
             return refused(422, str(exc))
+        except ItemForgotten as exc:  # forget is final on every replica (tombstones)
+            return refused(410, str(exc))
         except InvalidInput as exc:
             return refused(400, str(exc))
         except StoreUnwritable as exc:  # refused before the commit: nothing was stored
@@ -89,8 +89,8 @@ class _WritesEndpoint(GuardedEndpoint):
         )
 
 
-def replica_routes(spaces: Spaces, tokens_enabled: bool) -> list[BaseRoute]:
-    """The route taking other replicas' writes for ``spaces`` (``server.http.Spaces``)."""
+def replica_routes(spaces: Namespaces, tokens_enabled: bool) -> list[BaseRoute]:
+    """The route taking other replicas' writes for ``spaces`` (``guard.Namespaces``)."""
     endpoint = _WritesEndpoint(spaces, tokens_enabled)
     limited = RequestBodyLimitMiddleware(endpoint, MAX_BODY_BYTES)
     return [Route(FORWARD_PATH.replace("{namespace}", "{name}"), limited)]

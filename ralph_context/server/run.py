@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -32,6 +33,7 @@ from ralph_context.server.app import serving
 from ralph_context.server.console import PREFIX
 from ralph_context.server.guard import bearer_only
 from ralph_context.server.http import LOOPBACK, Spaces, build_app
+from ralph_context.server.interrupt import Interrupt, interruptible, until
 from ralph_context.server.stdio import serve_stdio
 from ralph_context.server.tokens import TokenBook
 from ralph_context.storage import writer_lock
@@ -53,7 +55,8 @@ async def serve(
     on_console: Callable[[str], object] | None = None,
     agents_root: Path | None = None,
 ) -> None:
-    """Serve until the client disconnects (stdio) or the process is interrupted (HTTP).
+    """Serve until the client disconnects (stdio), or Ctrl-C or SIGTERM stops it
+    (``interrupt``: it says so, and closes the engine).
 
     Over stdio the namespace is ``storage.namespace``; over HTTP every namespace is served
     (``/mcp`` is ``default``, ``/ns/<name>/mcp`` the others) and the console at
@@ -69,6 +72,25 @@ async def serve(
         ModelMismatch: The store was built with another embedding model.
         StoreLocked: Another process writes the store.
     """
+
+    async def work(interrupt: Interrupt) -> None:
+        await _serve(
+            settings, transport, host, port, read_only, on_console, agents_root, interrupt.stop
+        )
+
+    await interruptible(work)
+
+
+async def _serve(
+    settings: Settings,
+    transport: Transport | None,
+    host: str | None,
+    port: int | None,
+    read_only: bool,
+    on_console: Callable[[str], object] | None,
+    agents_root: Path | None,
+    stop: anyio.Event,
+) -> None:
     chosen = transport or settings.server.transport
     bind = host or settings.server.host
     number = port or settings.server.port
@@ -79,7 +101,7 @@ async def serve(
             facts = _facts(engine)
             log.info("serving", transport="stdio", **facts)
             _say(f"stdio: waiting for an MCP client ({_listed(facts)})")
-            await serve_stdio(server)
+            await until(stop, lambda: serve_stdio(server))
         return
     overrides: dict[str, object] = {"host": bind}
     if number:  # 0: a port the OS picks (the agents' server), which settings do not take
@@ -95,7 +117,7 @@ async def serve(
     tokens = _with_owner(settings)
     store = None if settings.is_ephemeral else settings.store_root()
     if chosen == "sse":
-        await _serve_sse(settings, bind, number, store, tokens, read_only)
+        await _serve_sse(settings, bind, number, store, tokens, read_only, stop)
         return
     async with anyio.create_task_group() as group:
         spaces = Spaces(settings, group, read_only=read_only)
@@ -111,9 +133,11 @@ async def serve(
             try:
                 app = build_app(spaces, tokens)
                 if agents_root is None:
-                    await _uvicorn(app, bind, number, store, "/mcp", described, on_console)
+                    await _uvicorn(
+                        app, bind, number, store, "/mcp", described, on_console, stops=(stop,)
+                    )
                 else:
-                    await _serve_agents(agents_root, settings, spaces, app, store, described)
+                    await _serve_agents(agents_root, settings, spaces, app, store, described, stop)
             finally:
                 spaces.close()
     # Raised outside the task group, which would wrap it in an ExceptionGroup: the CLI then
@@ -163,8 +187,10 @@ async def _serve_agents(
     app: Starlette,
     store: Location | None,
     described: str,
+    interrupted: anyio.Event,
 ) -> None:
-    """Serve ``app`` for ``root``'s agents until idle (``server.agents.daemon``)."""
+    """Serve ``app`` for ``root``'s agents until idle (``server.agents.daemon``) or
+    ``interrupted``."""
     pid = os.getpid()
 
     async def take_spool() -> None:
@@ -189,7 +215,14 @@ async def _serve_agents(
         async with anyio.create_task_group() as group:
             group.start_soon(daemon.watch_idle, activity, settings.agents.idle_exit_minutes, stop)
             await _uvicorn(
-                activity, "127.0.0.1", 0, store, "/mcp", described, stop=stop, on_listen=listening
+                activity,
+                "127.0.0.1",
+                0,
+                store,
+                "/mcp",
+                described,
+                stops=(stop, interrupted),
+                on_listen=listening,
             )
             group.cancel_scope.cancel()
     finally:
@@ -211,12 +244,14 @@ async def _serve_sse(
     store: Location | None,
     tokens: TokenBook,
     read_only: bool,
+    stop: anyio.Event,
 ) -> None:
     """The deprecated SSE transport: the default namespace, behind the same tokens (every
     request: the event stream and its message posts)."""
     async with serving(settings, read_only=read_only) as (server, _engine):
         app = bearer_only(server.sse_app(host=bind), tokens)
-        await _uvicorn(app, bind, port, store, "/sse", f"deprecated SSE, {_auth(tokens)}")
+        described = f"deprecated SSE, {_auth(tokens)}"
+        await _uvicorn(app, bind, port, store, "/sse", described, stops=(stop,))
 
 
 def _facts(engine: Engine) -> dict[str, str]:
@@ -243,16 +278,23 @@ async def _uvicorn(
     described: str,
     on_console: Callable[[str], object] | None = None,
     *,
-    stop: anyio.Event | None = None,
+    stops: tuple[anyio.Event, ...] = (),
     on_listen: Callable[[str], Awaitable[None]] | None = None,
 ) -> None:
     """Serve ``app``; once it listens, say so, and the store's writer note names its URL, so
     another process that wants the store (the Ralph plugin) connects here instead of
     opening it. Over streamable HTTP the console's URL is said too (and handed to
-    ``on_console``). ``on_listen`` is awaited with the URL once it listens; ``stop``, once
-    set, ends the server."""
-    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
-    server = uvicorn.Server(config)
+    ``on_console``). ``on_listen`` is awaited with the URL once it listens; any of ``stops``,
+    once set, ends the server (open streams get :data:`_GRACE` seconds)."""
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=_GRACE,
+    )
+    server = _Server(config)
 
     async def advertise() -> None:
         while not server.started:
@@ -278,10 +320,23 @@ async def _uvicorn(
 
     async with anyio.create_task_group() as group:
         group.start_soon(advertise)
-        if stop is not None:
+        for stop in stops:
             group.start_soon(stopping, stop)
         await server.serve()
         group.cancel_scope.cancel()
+
+
+# Seconds open connections (an event stream) get to finish once the server is stopped.
+_GRACE = 1
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server without its own signal handlers: ``serve`` watches SIGINT and
+    SIGTERM (``interrupt``), and uvicorn's raised the signal again once it had stopped."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 def _reachable(host: str) -> str:

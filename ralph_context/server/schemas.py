@@ -130,6 +130,10 @@ class Forgotten(BaseModel):
     # Iteration records deleted, and records kept with their text cleared.
     iterations: list[int]
     cleared_iterations: list[int]
+    # The store's files rewritten without deleted rows (this call's, and what an earlier
+    # delete or an unfinished forget left), and how many old versions went.
+    purged: bool = False
+    versions_removed: int = 0
 
     @classmethod
     def of(cls, report: ForgetReport) -> Forgotten:
@@ -139,6 +143,8 @@ class Forgotten(BaseModel):
             item_ids=list(report.item_ids),
             iterations=list(report.iterations),
             cleared_iterations=list(report.cleared_iterations),
+            purged=report.purged,
+            versions_removed=report.versions_removed,
         )
 
 

@@ -14,6 +14,15 @@ is answered with a JSON-RPC error naming the problem, with the request's id when
 shows it (``request_id`` walks only the top level, so it finds the id in a line too deep
 or too long to parse), else ``null``, as JSON-RPC asks.
 
+Two shapes the SDK's parser takes or drops without an answer are answered here too
+(issue 62): a request whose ``id`` is neither a string nor an integer (an object, an array,
+``true``, ``1.5``, ``null``) parses as a *notification*, which gets no answer by design, so
+it is refused as an invalid request with ``id: null`` (its id cannot be echoed); and a
+JSON-RPC batch (an array), which the SDK cannot take on any protocol version (batches were
+part of MCP 2025-03-26 only, and removed in 2025-06-18), gets an array of errors, one per
+request in it carrying that request's id (JSON-RPC's answer to a batch is an array), saying
+to send each request on its own line; an empty batch gets one error, as JSON-RPC asks.
+
 While serving, fd 0 reads the null device (as the SDK arranges when it reads stdin
 itself), so no child process takes the client's bytes; the SDK points fd 1 at stderr.
 """
@@ -23,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, BinaryIO, cast
@@ -37,17 +47,27 @@ from mcp.types import (
     PARSE_ERROR,
     ErrorData,
     JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
     RequestId,
     jsonrpc_message_adapter,
 )
-from pydantic import ValidationError
+from pydantic import RootModel, ValidationError
 
 from ralph_context._logging import get_logger
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-__all__ = ["MAX_LINE_BYTES", "answered_stdio", "refusal", "request_id", "serve_stdio"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "BatchErrors",
+    "answered_stdio",
+    "batch_refusal",
+    "refusal",
+    "request_id",
+    "serve_stdio",
+]
 
 log = get_logger("ralph_context.server")
 
@@ -117,7 +137,7 @@ class _Lines:
     every other line is answered here (on ``answer_on``'s stream) and not passed on."""
 
     def __init__(self, wire: BinaryIO) -> None:
-        self._wire = wire
+        self._wire = _Wire(wire.fileno())
         self._answers: WriteStream[SessionMessage] | None = None
         # The SDK starts reading before it hands over the stream answers go on.
         self._ready = anyio.Event()
@@ -133,28 +153,107 @@ class _Lines:
         await self._ready.wait()
         assert self._answers is not None
         while True:
-            line = await anyio.to_thread.run_sync(self._wire.readline, MAX_LINE_BYTES + 1)
+            line = await self._wire.readline(MAX_LINE_BYTES + 1)
             if not line:
                 raise StopAsyncIteration
             cut = not line.endswith(b"\n") and len(line) > MAX_LINE_BYTES
             if cut:
-                await anyio.to_thread.run_sync(self._skip_rest)
+                await self._skip_rest()
             line = line.rstrip(b"\r\n")
             if not line.strip():
                 continue  # no request, nothing to answer
-            refused = refusal(line, cut=cut)
+            refused = None if cut else batch_refusal(line)
+            if refused is None:
+                refused = refusal(line, cut=cut)
             if refused is None:
                 return line.decode("utf-8")
-            log.warning("stdio_request_refused", id=refused.id, problem=refused.error.message)
+            if isinstance(refused, JSONRPCError):
+                log.warning("stdio_request_refused", id=refused.id, problem=refused.error.message)
+            else:
+                log.warning("stdio_batch_refused", requests=len(refused.root))
             try:
-                await self._answers.send(SessionMessage(refused))
+                if isinstance(refused, JSONRPCError) or refused.root:
+                    # The SDK's writer only calls model_dump_json on what it is given: a
+                    # batch's errors go out as one array line.
+                    await self._answers.send(SessionMessage(cast("JSONRPCMessage", refused)))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 raise StopAsyncIteration from None  # the server stopped: nobody to answer
 
-    def _skip_rest(self) -> None:
+    async def _skip_rest(self) -> None:
         """Read past the rest of a line too long to take, a bounded piece at a time."""
-        while (piece := self._wire.readline(_SKIP_BYTES)) and not piece.endswith(b"\n"):
+        while (piece := await self._wire.readline(_SKIP_BYTES)) and not piece.endswith(b"\n"):
             pass
+
+
+class BatchErrors(RootModel[list[JSONRPCError]]):
+    """The answer to a JSON-RPC batch: one error per request in it (none for its
+    notifications), written as one array."""
+
+
+def batch_refusal(line: bytes) -> BatchErrors | JSONRPCError | None:
+    """The answer to ``line`` when it is a JSON-RPC batch (an array), else ``None``.
+
+    Each request of the batch (an object with a ``method`` and an ``id``) gets an error
+    with its own id, so a client waiting on each id is answered; an element that is no
+    request gets one with ``id: null``; a notification gets none (none may be answered). An
+    empty batch is one error, and an array that does not parse is left to ``refusal``.
+    """
+    if not line.lstrip().startswith(b"["):
+        return None
+    try:
+        elements = json.loads(line)
+    except (ValueError, RecursionError):
+        return None  # refusal names the problem
+    if not isinstance(elements, list):
+        return None
+    message = (
+        "Invalid request: JSON-RPC batches are not taken (MCP removed them in 2025-06-18; "
+        "this server takes none on any version): send each request on its own line"
+    )
+    if not elements:
+        return _error("", INVALID_REQUEST, f"{message}; this batch is empty")
+    errors = []
+    for element in elements:
+        if isinstance(element, dict) and "method" in element and "id" not in element:
+            continue  # a notification: never answered
+        given = element.get("id") if isinstance(element, dict) else None
+        ident = given if isinstance(given, str) or type(given) is int else None
+        error = ErrorData(code=INVALID_REQUEST, message=message)
+        errors.append(JSONRPCError(jsonrpc="2.0", id=ident, error=error))
+    return BatchErrors(errors)
+
+
+class _Wire:
+    """Lines of a file descriptor, read when the event loop says it is readable, so a
+    cancelled read ends at once (Ctrl-C: ``interrupt``). A read in a worker thread could
+    not be cancelled, and held the process until the client closed stdin. A regular file
+    (``< requests.jsonl``), which never blocks and which epoll refuses, is read directly."""
+
+    def __init__(self, descriptor: int) -> None:
+        self._fd = descriptor
+        self._buffer = bytearray()
+        self._eof = False
+        self._polled = not stat.S_ISREG(os.fstat(descriptor).st_mode)
+
+    async def readline(self, limit: int) -> bytes:
+        """Up to ``limit`` bytes through the next newline; ``b""`` at the end."""
+        while True:
+            end = self._buffer.find(b"\n", 0, limit)
+            if end >= 0 or len(self._buffer) >= limit or (self._eof and self._buffer):
+                size = end + 1 if end >= 0 else min(limit, len(self._buffer))
+                line = bytes(self._buffer[:size])
+                del self._buffer[:size]
+                return line
+            if self._eof:
+                return b""
+            if self._polled:
+                await anyio.wait_readable(self._fd)
+            try:
+                chunk = os.read(self._fd, _SKIP_BYTES)
+            except BlockingIOError:
+                continue
+            self._eof = not chunk
+            self._buffer += chunk
 
 
 def refusal(line: bytes, *, cut: bool = False) -> JSONRPCError | None:
@@ -171,7 +270,7 @@ def refusal(line: bytes, *, cut: bool = False) -> JSONRPCError | None:
         byte = f"{line[exc.start]:#04x}"
         return _error(text, PARSE_ERROR, f"Parse error: not UTF-8 (byte {exc.start} is {byte})")
     try:
-        jsonrpc_message_adapter.validate_json(text, by_name=False)
+        message = jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         if first["type"] == "json_invalid":
@@ -182,7 +281,24 @@ def refusal(line: bytes, *, cut: bool = False) -> JSONRPCError | None:
         where = ".".join(str(part) for part in first["loc"]) or "message"
         problem = f"not a JSON-RPC 2.0 message ({where}: {first['msg']})"
         return _error(text, INVALID_REQUEST, f"Invalid request: {problem}")
+    if isinstance(message, JSONRPCNotification) and _has_id(text):
+        # A request whose id is of no type a request may have parses as a notification,
+        # which is never answered: its client would wait for ever.
+        error = ErrorData(
+            code=INVALID_REQUEST,
+            message="Invalid request: id must be a string or an integer (JSON-RPC 2.0, MCP)",
+        )
+        return JSONRPCError(jsonrpc="2.0", id=None, error=error)
     return None
+
+
+def _has_id(text: str) -> bool:
+    """True when the JSON object ``text`` (one the parser took) has a top-level ``id``."""
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(parsed, dict) and "id" in parsed
 
 
 def _error(text: str, code: int, message: str) -> JSONRPCError:

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import lance
+import pyarrow.compute as pc
 from lance.file import LanceFileReader
 
+from ralph_context._logging import get_logger
 from ralph_context.errors import StoreDamaged, StoreError
 from ralph_context.storage import writer_lock
 from ralph_context.storage.integrity import (
@@ -39,7 +42,19 @@ from ralph_context.storage.integrity import (
     versions,
 )
 
-__all__ = ["Lost", "RepairReport", "damaged", "raise_if_damaged", "readable_view", "repair"]
+__all__ = [
+    "Lost",
+    "RepairReport",
+    "counted",
+    "damaged",
+    "highest",
+    "lance_error",
+    "raise_if_damaged",
+    "readable_view",
+    "repair",
+]
+
+log = get_logger("ralph_context.storage")
 
 DAMAGED = "damaged"
 _HINT = "latest_version_hint.json"
@@ -50,6 +65,32 @@ _SHOWN_IDS = 20
 def damaged(folder: Path) -> list[Versions]:
     """The store's tables whose latest version cannot be read (a manifest read each)."""
     return [found for table in tables(folder) if (found := versions(table)).broken]
+
+
+def lance_error(exc: BaseException) -> bool:
+    """An error LanceDB or Lance raised (a damaged file among them), not one of ours: the
+    store's open then looks for damage (:func:`raise_if_damaged`)."""
+    return isinstance(exc, Exception) and not isinstance(exc, StoreError)
+
+
+def counted(damaged: bool, count: Callable[[], int]) -> int:
+    """``count()``, or 0 on a store opened ``damaged`` whose files cannot give it (its open
+    must not fail on a count: export salvages what can be read)."""
+    try:
+        return int(count())
+    except Exception as exc:
+        if not damaged:
+            raise
+        log.warning("store_count_unreadable", error=str(exc).split(", /", 1)[0])
+        return 0
+
+
+def highest(table: Any, column: str) -> int:
+    """The highest value of an integer ``column`` of ``table`` (0 when empty)."""
+    if not table.count_rows():
+        return 0
+    values = table.search().select([column]).limit(None).to_arrow().column(column)
+    return int(pc.max(values).as_py() or 0)
 
 
 def raise_if_damaged(folder: Path) -> None:

@@ -34,7 +34,7 @@ import numpy as np
 
 from ralph_context._logging import get_logger
 from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import IdempotencyConflict, StoreError
+from ralph_context.errors import IdempotencyConflict, ItemForgotten, StoreError
 from ralph_context.models import ContextItem
 from ralph_context.storage.lease import MaintenanceLease
 
@@ -160,6 +160,7 @@ class Forwarder:
 
         Raises:
             IdempotencyConflict: The holder found ``key`` claimed for another request.
+            ItemForgotten: The holder found ``key``'s item forgotten.
         """
         body = {"items": encode_pairs([(item, vector)]), "key": key, "fingerprint": fingerprint}
         return await self._send(body, keyed=True)
@@ -200,6 +201,8 @@ class Forwarder:
         text = _error_text(response)
         if status == 422 and keyed:
             raise IdempotencyConflict(text)
+        if status == 410:  # the write would bring back what a forget deleted
+            raise ItemForgotten(text)
         if status == 502:  # the holder's store failed the write: maybe after its commit
             self._forget()
             if keyed:

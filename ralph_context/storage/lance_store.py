@@ -12,17 +12,20 @@ Why the details below:
 
 One module per job makes up the class: ``store_core`` (the open state: tables, schema,
 model record, running counts), ``store_items`` (item reads and writes), ``store_lifecycle``
-(ages, states, summaries, archive, pruning), ``store_iterations`` (iteration results) and
-``store_upkeep`` (maintenance, indexes, stats).
+(ages, states, summaries, archive, pruning), ``store_iterations`` (iteration results),
+``store_upkeep`` (maintenance, indexes, stats) and ``store_forget`` (forgets a crash cannot
+leave half done).
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+from ralph_context._logging import get_logger
 from ralph_context.config import StorageSettings
 from ralph_context.object_location import Location
 from ralph_context.storage.caches import CacheSizes
+from ralph_context.storage.store_forget import StoreForget
 from ralph_context.storage.store_items import StoreItems
 from ralph_context.storage.store_iterations import StoreIterations
 from ralph_context.storage.store_lifecycle import AgeRow, Forgettable, StoreLifecycle
@@ -30,8 +33,10 @@ from ralph_context.storage.store_upkeep import MaintenanceReport, StoreStats, St
 
 __all__ = ["AgeRow", "Forgettable", "LanceStore", "MaintenanceReport", "StoreStats"]
 
+log = get_logger("ralph_context.storage")
 
-class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
+
+class LanceStore(StoreForget, StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
     """The two tables plus the model record. Not thread-safe for writes: one writer at a time.
 
     Args:
@@ -73,9 +78,9 @@ class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
     ) -> LanceStore:
         """The store at ``location`` opened as ``storage:`` says (index, retention, refresh,
         lease and cache settings), for ``model`` (its id and dimension, ``None``: none
-        loaded)."""
+        loaded); a writer's open first finishes a forget a crash interrupted."""
         model_id, dimension = model if model else (None, None)
-        return cls(
+        store = cls(
             location,
             model_id=model_id,
             dimension=dimension,
@@ -90,3 +95,9 @@ class LanceStore(StoreLifecycle, StoreItems, StoreIterations, StoreUpkeep):
             io_uring=settings.io_uring,
             damaged=damaged,
         )
+        if not read_only:
+            try:
+                store.finish_forget()  # a forget a crash interrupted (store_forget)
+            except Exception as exc:  # its plan stays: the next forget or open runs it again
+                log.error("interrupted_forget_not_finished", error=f"{type(exc).__name__}: {exc}")
+        return store

@@ -41,11 +41,12 @@ FILE_MODE = 0o600
 _OTHERS = stat.S_IRWXG | stat.S_IRWXO
 # What a store folder holds besides its tables (``*.lance``): the archive database, the
 # other namespaces, the model record, the writer lock's files and the HTTP server's owner
-# token (``config.owner_token``).
+# token (``config.owner_token``); and, not marks, the store's key (``store_key``) and an
+# unfinished forget's plan (``store_forget``).
 _STORE_MARKS = frozenset(
     {"context_items.lance", "store.json", "writer.json", "writer.lock", "owner.token"}
 )
-_STORE_ENTRIES = _STORE_MARKS | {"archives", "namespaces"}
+_STORE_ENTRIES = _STORE_MARKS | {"archives", "namespaces", "store.key", "forget.pending"}
 
 
 def keep_private() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -19,7 +18,6 @@ from typing import Any
 
 import lancedb
 import pyarrow as pa
-import pyarrow.compute as pc
 from lancedb.index import FTS, Bitmap, BTree, LabelList
 
 from ralph_context._logging import get_logger
@@ -45,7 +43,10 @@ from ralph_context.storage.schema import (
     iterations_schema,
     writable,
 )
+from ralph_context.storage.store_key import StoreKey
 from ralph_context.storage.tally import Tally
+from ralph_context.storage.tombstones import TOMBSTONES, Tombstones, tombstones_schema
+from ralph_context.storage.upkeep import tidy
 from ralph_context.storage.uring import SearchTable, open_search_table
 from ralph_context.storage.usage import USAGE, UsageLedger, usage_schema
 from ralph_context.storage.vectors import probes
@@ -138,7 +139,7 @@ class StoreCore:
             self._open(model_id, dimension)
         except BaseException as exc:  # re-raised: the lock is given up whatever ended it
             self.close()
-            if isinstance(location, Path) and _lance_error(exc):
+            if isinstance(location, Path) and damage.lance_error(exc):
                 try:  # a raw Lance error: name the damaged file, if that is what it is
                     damage.raise_if_damaged(location)
                 except StoreDamaged as found:
@@ -174,9 +175,28 @@ class StoreCore:
         self._metadata_json = json_metadata.is_json(self.items)
         self.iterations = self._table(ITERATIONS, iterations_schema())
         self.usage = UsageLedger(self._table(USAGE, usage_schema()))
+        # Keys and tombstones are kept as digests under the store's own key (store_key).
+        self.key = StoreKey.of(location, read_only=self.read_only)
         self.requests = RequestLog(
             self._table(REQUEST_KEYS, request_keys_schema(), needed=False),
             claims=location if isinstance(location, ObjectLocation) else None,
+            key=self.key,
+        )
+        if not self.read_only and self.requests.migrate():
+            # The raw keys stay in the table's deleted rows and old versions: off the disk.
+            tidy(
+                self.requests.table,
+                options=self.storage_options,
+                cleanup_older_than=timedelta(0),
+                delete_unverified=not self.shared,
+                shared=self.shared,
+                scrub=True,
+            )
+        self.tombstones = Tombstones(
+            self._table(TOMBSTONES, tombstones_schema(), needed=False),
+            self.key,
+            shared=self.shared,
+            refresh=self.refresh.total_seconds(),
         )
         self.archive = ArchiveStore(
             location,
@@ -190,7 +210,8 @@ class StoreCore:
             self.archive.migrate_metadata()
         self.packs = PackSpace(self._db, self.dimension)
         self.searcher = self._search_table()
-        self._vector_rows = self._counted(lambda: self.items.count_rows("vector IS NOT NULL"))
+        counted = partial(damage.counted, self.damaged)  # 0 where a damaged file is
+        self._vector_rows = counted(lambda: self.items.count_rows("vector IS NOT NULL"))
         # Hot rows by type and state, kept by this process's writes (none when reading
         # beside another writer, or when other replicas write too).
         self._tally = None if self.read_only or self.shared else Tally(self.items)
@@ -203,7 +224,7 @@ class StoreCore:
         self._delta_rows = 0
         self._text_pending = 0
         self._cleaned_at = -math.inf
-        self._next_sequence = self._counted(lambda: threads.last_place(self.items) + 1)
+        self._next_sequence = counted(lambda: threads.last_place(self.items) + 1)
         self._latest: int | None = None
         self._latest_read_at = -math.inf
         self.prewarm()
@@ -214,16 +235,6 @@ class StoreCore:
             and (recorded is None or recorded.model_id is None)
         ):
             self._write_record()
-
-    def _counted(self, count: Callable[[], int]) -> int:
-        """``count()``, or 0 on a damaged store whose files cannot give it."""
-        try:
-            return int(count())
-        except Exception as exc:
-            if not self.damaged:
-                raise
-            log.warning("store_count_unreadable", error=str(exc).split(", /", 1)[0])
-            return 0
 
     @property
     def locked(self) -> bool:
@@ -380,19 +391,6 @@ class StoreCore:
             self._latest = max(self._latest, iteration)
 
     def _scan_latest(self) -> int:
-        latest = 0
-        for table, column in ((self.iterations, "iteration"), (self.items, "created_iteration")):
-            latest = max(latest, self._counted(partial(_highest, table, column)))
-        return latest
-
-
-def _lance_error(exc: BaseException) -> bool:
-    """An error LanceDB or Lance raised (a damaged file among them), not one of ours."""
-    return isinstance(exc, Exception) and not isinstance(exc, StoreError)
-
-
-def _highest(table: Any, column: str) -> int:
-    if not table.count_rows():
-        return 0
-    values = table.search().select([column]).limit(None).to_arrow().column(column)
-    return int(pc.max(values).as_py() or 0)
+        tables = ((self.iterations, "iteration"), (self.items, "created_iteration"))
+        highest = [partial(damage.highest, table, column) for table, column in tables]
+        return max(damage.counted(self.damaged, h) for h in highest)

@@ -12,20 +12,29 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ralph_context.embeddings.local import Vectors
-from ralph_context.errors import IdempotencyConflict, ItemNotFound
+from ralph_context.errors import IdempotencyConflict, ItemForgotten, ItemNotFound
 from ralph_context.models import ContextItem
 from ralph_context.storage import reads, threads
 from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.salvage import Salvage
 from ralph_context.storage.schema import item_to_row
 from ralph_context.storage.store_core import StoreCore
+from ralph_context.storage.tombstones import ID, KEY
 from ralph_context.storage.vectors import vector_list, vector_matrix
 
 # One keyed write: the item, its vector, the idempotency key and the fingerprint of the
 # request's arguments (``requests``); and its answer: the stored item and whether this
 # write stored it, or the refusal of a key another request claimed.
 Keyed = tuple[ContextItem, Vectors | None, str, str | None]
-KeyedAnswer = tuple[ContextItem, bool] | IdempotencyConflict
+KeyedAnswer = tuple[ContextItem, bool] | IdempotencyConflict | ItemForgotten
+
+
+def forgotten_key(key: str) -> ItemForgotten:
+    """The refusal of a write under ``key`` whose item was forgotten."""
+    return ItemForgotten(
+        f"idempotency_key {key!r:.80} {ItemForgotten.MARK} with its item: a retry does not "
+        "bring it back (use a new key to store it anew)"
+    )
 
 
 class StoreItems(StoreCore):
@@ -34,7 +43,13 @@ class StoreItems(StoreCore):
     def add_items(self, pairs: Sequence[tuple[ContextItem, Vectors | None]]) -> list[ContextItem]:
         """Append items in one write (one table version), each given the next place in the
         store's order unless it has one (a bulk load may set them); returns them as stored.
-        A failed write leaves a gap in the order, never a reused place."""
+        A failed write leaves a gap in the order, never a reused place.
+
+        Raises:
+            ItemForgotten: An item has the id of one a forget deleted (``tombstones``);
+                nothing is written.
+        """
+        self._refuse_forgotten([item.id for item, _ in pairs])
         stored: list[ContextItem] = []
         rows = []
         for item, vector in pairs:
@@ -55,6 +70,15 @@ class StoreItems(StoreCore):
             self._saw_iteration(max(item.created_iteration for item in stored))
             self.unindexed_rows += len(rows)
         return stored
+
+    def _refuse_forgotten(self, ids: Sequence[str]) -> None:
+        """Raises ``ItemForgotten`` when one of ``ids`` was forgotten."""
+        for item_id in ids:
+            if self.tombstones.forgotten(ID, item_id):
+                raise ItemForgotten(
+                    f"item {item_id!r} {ItemForgotten.MARK} and is not stored again "
+                    "(import --include-forgotten brings forgotten items back)"
+                )
 
     def saw_forwarded(self, stored: Sequence[ContextItem], vectors: int, version: int) -> None:
         """Items the replica committing the store's writes stored for this one
@@ -229,9 +253,10 @@ class StoreItems(StoreCore):
         Raises:
             IdempotencyConflict: ``key`` was claimed by a request with other arguments
                 (another ``fingerprint``).
+            ItemForgotten: The key's item was forgotten since it was stored.
         """
         answer = self.add_keyed_many([(item, vector, key, fingerprint)])[0]
-        if isinstance(answer, IdempotencyConflict):
+        if isinstance(answer, IdempotencyConflict | ItemForgotten):
             raise answer
         return answer
 
@@ -241,14 +266,18 @@ class StoreItems(StoreCore):
         each), then the items whose claim this writer won go in one append. Fewer table
         versions, and on object storage fewer commits for replicas to collide on. A key
         repeated in ``entries`` stands for its first entry (answered as not written). A
-        write whose key stands for a different request is answered with its refusal, a
-        value: the others in the group are not refused with it."""
+        write whose key stands for a different request, or whose key's item was forgotten
+        (``tombstones``: the forget dropped the key, so it would look new), is answered
+        with its refusal, a value: the others in the group are not refused with it."""
         firsts: dict[str, int] = {}
         fresh: list[int] = []
+        refusals: dict[int, ItemForgotten] = {}
         for n, (_, _, key, _) in enumerate(entries):
             if key not in firsts:
                 firsts[key] = n
-                if self.requests.find(key) is None:
+                if self.tombstones.has_digest(KEY, self.requests.digest(key)):
+                    refusals[n] = forgotten_key(key)
+                elif self.requests.find(key) is None:
                     fresh.append(n)
         claimed = self.requests.claim_many(
             [(entries[n][2], entries[n][0].id, entries[n][3]) for n in fresh]
@@ -258,6 +287,10 @@ class StoreItems(StoreCore):
         answers = {n: (stored, True) for n, stored in zip(won, appended, strict=True)}
         results: list[KeyedAnswer] = []
         for n, (item, vector, key, fingerprint) in enumerate(entries):
+            first = firsts[key]
+            if first in refusals:
+                results.append(refusals[first])
+                continue
             claim = self.requests.get(key)
             assert claim is not None  # claimed: by an earlier write or just now
             try:
@@ -265,11 +298,26 @@ class StoreItems(StoreCore):
             except IdempotencyConflict as refused:
                 results.append(refused)
                 continue
-            first = firsts[key]
             if first not in answers:
-                answers[first] = self._first_keyed(item, vector, claim.target)
+                try:
+                    answers[first] = self._first_keyed(item, vector, claim.target)
+                except ItemForgotten as forgotten:  # another replica's key, forgotten here
+                    refusals[first] = forgotten
+                    results.append(forgotten)
+                    continue
             results.append(answers[first] if first == n else (answers[first][0], False))
         return results
+
+    def put_request_key(self, key: str, target: str, fingerprint: str | None) -> None:
+        """``RequestLog.put``, unless ``key``'s item was forgotten.
+
+        Raises:
+            ItemForgotten: A forget dropped ``key`` with its item: its retry is refused.
+            IdempotencyConflict: As ``RequestLog.put``.
+        """
+        if self.tombstones.has_digest(KEY, self.requests.digest(key)):
+            raise forgotten_key(key)
+        self.requests.put(key, target, fingerprint)
 
     def _first_keyed(
         self, item: ContextItem, vector: Vectors | None, known: str
@@ -284,6 +332,7 @@ class StoreItems(StoreCore):
         if first:
             return first[0], False
         # The first call's writer died between the key and the item: finish it.
+        # (Unless a forget deleted it since: then add_items refuses it, ItemForgotten.)
         (stored,) = self.add_items([(item.model_copy(update={"id": known}), vector)])
         return stored, True
 

@@ -16,6 +16,12 @@ skipped, so importing a file twice, or into the store it came from, stores nothi
 Archived items come back archived; their vectors are not exported (they are embedded
 again on import), nor are the full texts kept for summarized items.
 
+Forget is final (issue 62): an export taken before a forget holds what it deleted, so an
+item whose id or text a forget tombstoned (``storage.tombstones``), and the record of an
+iteration a forget deleted or cleared, are skipped and counted as ``forgotten``.
+``include_forgotten`` (``import --include-forgotten``) is the way to bring them back on
+purpose: they are stored, and their tombstones lifted.
+
 Export reads the items and the iterations a fragment at a time: from a damaged store it
 writes every row that can be read and reports each fragment that cannot, with its rows
 (one deleted data file once made it write 0 of 755 items).
@@ -34,16 +40,20 @@ import numpy as np
 from ralph_context import origin
 from ralph_context.errors import InvalidInput, StoreError
 from ralph_context.models import ContextItem, IterationResult
+from ralph_context.storage.tombstones import CONTENT, ID, ITERATION
 from ralph_context.validation import check_content, check_metadata, check_tags
 
 if TYPE_CHECKING:
+    from ralph_context.actors.storage import StorageActor
     from ralph_context.embeddings.local import Vectors
     from ralph_context.engine import Engine
     from ralph_context.storage.salvage import Salvage
 
-__all__ = ["FORMAT", "TransferReport", "export_store", "import_store"]
+__all__ = ["FORMAT", "IMPORT_PATH", "TransferReport", "export_store", "import_store"]
 
 FORMAT = "ralph-context-export/1"
+# Where a server takes an import beside it (``server.import_route``; ``ralph-context import``).
+IMPORT_PATH = "/transfer/import"
 # Items read, embedded or written per step.
 _CHUNK = 256
 
@@ -60,6 +70,9 @@ class TransferReport:
     iterations: int = 0
     skipped: int = 0
     embedded: int = 0
+    # Items and iteration records skipped because a forget deleted them (or, with
+    # include_forgotten, brought back).
+    forgotten: int = 0
     # What an export could not read (a damaged or missing file): each fragment or part,
     # with why, and the rows they held (by the manifest) that are not in the file.
     unreadable: list[str] = field(default_factory=list)
@@ -131,16 +144,23 @@ async def _salvaged(
 
 
 async def import_store(
-    engine: Engine, lines: Iterable[str], *, progress: Progress | None = None
+    engine: Engine,
+    lines: Iterable[str],
+    *,
+    progress: Progress | None = None,
+    include_forgotten: bool = False,
+    first_line: int = 2,
 ) -> TransferReport:
-    """Store what an export wrote (see the module docstring).
+    """Store what an export wrote (see the module docstring); what a forget deleted is
+    skipped unless ``include_forgotten``. ``first_line``: the file's line number of the
+    record after the header (a chunk of a file sent to a server).
 
     Raises:
         InvalidInput: Not an export of this format, or a malformed line (named by number).
     """
     storage = engine._require_storage()
     report = TransferReport()
-    numbered = iter(enumerate(lines, start=1))
+    numbered = _numbered(lines, first_line)
     header = _header(numbered)
     same_model = (
         header.get("model_id") == storage.model_id and header.get("dimension") == storage.dimension
@@ -153,6 +173,9 @@ async def import_store(
             if kind in ("item", "archived"):
                 given = _checked(ContextItem.model_validate(record["item"]), limit)
                 item = engine.redactor.item(_imported(given))
+                if _forgotten(storage, item, include_forgotten):
+                    report.forgotten += 1
+                    continue
                 # A vector made from a secret is not kept: the redacted text is embedded.
                 vector = (
                     _usable(record.get("vector"), storage.dimension)
@@ -166,6 +189,12 @@ async def import_store(
                     _tick(progress, report)
             elif kind == "iteration":
                 result = IterationResult.model_validate(record["iteration"])
+                mark = str(result.iteration)
+                if storage.forgotten_at(ITERATION, mark) is not None:
+                    report.forgotten += 1
+                    if not include_forgotten:
+                        continue
+                    await storage.unbury([(ITERATION, mark)])
                 await storage.add_iteration(engine.redactor.iteration(result))
                 report.iterations += 1
             else:
@@ -191,6 +220,12 @@ async def _store_chunk(
     report.skipped += len(chunk) - len(fresh)
     if not fresh:
         return
+    # Brought back on purpose (include_forgotten): their tombstones go first, or the store
+    # would refuse their ids.
+    back = [item for item, _, _ in fresh if _buried(storage, item)]
+    if back:
+        report.forgotten += len(back)
+        await storage.unbury([mark for item in back for mark in _marks(item)])
     vectors: list[Vectors | None] = [vector for _, vector, _ in fresh]
     missing = [n for n, vector in enumerate(vectors) if vector is None]
     if missing:
@@ -205,6 +240,21 @@ async def _store_chunk(
         await storage.archive_items(archived)
     report.archived += len(archived)
     report.items += len(fresh) - len(archived)
+
+
+def _forgotten(storage: StorageActor, item: ContextItem, include: bool) -> bool:
+    """True when a forget deleted ``item`` (its id or its text) and it is to be skipped;
+    with ``include``, False (its tombstones are lifted when it is stored)."""
+    return not include and _buried(storage, item)
+
+
+def _buried(storage: StorageActor, item: ContextItem) -> bool:
+    return any(storage.forgotten_at(kind, value) is not None for kind, value in _marks(item))
+
+
+def _marks(item: ContextItem) -> tuple[tuple[str, str], ...]:
+    """What a forget tombstones an item by: its id and its text."""
+    return ((ID, item.id), (CONTENT, item.content))
 
 
 def _imported(item: ContextItem) -> ContextItem:
@@ -252,6 +302,15 @@ def _header(numbered: Iterator[tuple[int, str]]) -> dict[str, Any]:
             raise InvalidInput(f"line {number}: not a {FORMAT} file (its first line says so)")
         return header
     raise InvalidInput("the file is empty")
+
+
+def _numbered(lines: Iterable[str], first: int) -> Iterator[tuple[int, str]]:
+    """The header as line 1, the records from line ``first`` on."""
+    given = iter(lines)
+    for header in given:
+        yield 1, header
+        break
+    yield from enumerate(given, start=first)
 
 
 def _records(numbered: Iterator[tuple[int, str]]) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -22,6 +22,7 @@ USER_SETTINGS = (
 )
 USER_MCP = '{"mcpServers": {"github": {"command": "gh-mcp", "args": []}}, "x": 1}\n'
 USER_TOML = 'model = "o3"  # mine\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
+USER_GITIGNORE = "node_modules/\n# build output\ndist/\n"
 
 
 def init(project: Path, *args: str, check: bool = True) -> str:
@@ -43,9 +44,12 @@ def test_claude_merges_with_the_users_hooks_and_servers_and_remove_restores_thei
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_text(USER_SETTINGS, encoding="utf-8")
     (tmp_path / ".mcp.json").write_text(USER_MCP, encoding="utf-8")
+    (tmp_path / ".gitignore").write_text(USER_GITIGNORE, encoding="utf-8")
     before = snapshot(tmp_path)
 
     init(tmp_path, "--agent", "claude")
+    ignored = (tmp_path / ".gitignore").read_text(encoding="utf-8")
+    assert ignored.startswith(USER_GITIGNORE) and ignored.endswith("\n/.agent/\n")
     settings = json.loads((tmp_path / ".claude" / "settings.json").read_text(encoding="utf-8"))
     assert settings["permissions"] == {"allow": ["Bash(ls)"]} and settings["model"] == "opus"
     hooks = settings["hooks"]
@@ -80,6 +84,7 @@ def test_claude_on_a_bare_project_creates_both_files_and_remove_deletes_them(
     (tmp_path / "README.md").write_text("mine\n", encoding="utf-8")
     init(tmp_path, "--agent", "claude")
     assert (tmp_path / ".claude" / "settings.json").is_file() and (tmp_path / ".mcp.json").is_file()
+    assert (tmp_path / ".gitignore").read_text(encoding="utf-8").splitlines()[-1] == "/.agent/"
     init(tmp_path, "--agent", "claude", "--remove")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]  # .claude/ too
 

@@ -21,9 +21,10 @@ import yaml
 from benchmarks.ab.agents import OpenAIAgent, ReaderAgent, parse_action
 from benchmarks.ab.environment import Action, Outcome, TaskEnvironment
 from benchmarks.ab.loop import BASELINE, MCP, Episode, run_episode
-from benchmarks.ab.run import DEFAULT_SUITE, Plan, schedule, summarize, write_outputs
+from benchmarks.ab.report import write_outputs
+from benchmarks.ab.run import DEFAULT_SUITE, Plan, schedule, summarize
 from benchmarks.ab.stats import mann_whitney, mean_ci, ranks
-from benchmarks.ab.suite import KINDS, Kind, SuiteError, Task, load_suite
+from benchmarks.ab.suite import KINDS, HazardKind, Kind, SuiteError, Task, load_suite
 from ralph_context.embeddings.local import LocalEmbedder
 
 SUITE = Path(__file__).with_name("ab_suite.yaml")
@@ -310,7 +311,10 @@ def test_schedule_is_shuffled_paired_and_reproducible() -> None:
     assert all(seeds[(t, r, BASELINE)] == seeds[(t, r, MCP)] for t, r, _ in seeds)
     in_order = [(t.id, r, v) for t in tasks for r in range(3) for v in (BASELINE, MCP)]
     assert [(t.id, r, v) for t, r, v, _ in runs] != in_order
-    assert len(Plan(quick=True).tasks(load_suite(DEFAULT_SUITE))) == 5
+    quick = Plan(quick=True).tasks(load_suite(DEFAULT_SUITE))
+    # The first task of each kind, then the first holding each kind of hazard.
+    assert len({t.kind for t in quick[:5]}) == 5 and len(quick) == 8
+    assert {h.kind for t in quick[5:] for h in t.hazards} == set(HazardKind)
 
 
 # --- statistics (hand-computed) --------------------------------------------------------------

@@ -106,6 +106,14 @@ def test_stats_and_health_report_the_store_and_tier(config: Path) -> None:
     assert health["actors"]["embedding"]["state"] == "running"
     assert health["actors"]["inference"]["state"] == "not_configured"  # off by choice
     assert health["store"] == str(config.parent / "store")
+    # The table names what each number counts: no record yet, the item's iteration 1.
+    table = cli("stats", "--config", str(config)).stdout
+    assert "iteration records" in table and "latest iteration (items or records)" in table
+    # On a pipe, not a terminal: the summary line alone, no spinner frame.
+    exported = cli("export", str(config.parent / "backup.jsonl"), "--config", str(config))
+    assert exported.stderr.splitlines() == [
+        "exported 1 items, 0 archived, 0 iterations (0 already there, 0 embedded again)"
+    ]
 
 
 def test_bad_input_exits_2_with_a_message_and_stores_nothing(config: Path) -> None:

@@ -25,7 +25,7 @@ runner = CliRunner()
 @pytest.fixture
 def wide(monkeypatch: pytest.MonkeyPatch) -> None:
     """Help rendered 300 columns wide, so no line is folded inside a word."""
-    monkeypatch.setattr("typer.rich_utils.MAX_WIDTH", 300)
+    monkeypatch.setenv("COLUMNS", "300")
 
 
 @pytest.fixture
@@ -191,3 +191,19 @@ def test_a_command_imports_its_own_group_only() -> None:
     groups = {"access", "bench", "hook", "items", "model", "serve", "store", "studio"}
     imported = {m.rsplit(".", 1)[-1] for m in _modules_after("model", "--help")}
     assert imported & groups == {"model"}
+
+
+def test_help_at_80_columns_cuts_no_option_and_lists_the_main_commands_first() -> None:
+    root = typer.main.get_command(app)
+    for path in _commands(root, []):  # type: ignore[arg-type]
+        done = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
+        assert done.exit_code == 0, (path, done.output)
+        options = done.output.split("Options:", 1)[-1].split("Commands:", 1)[0]
+        assert "…" not in options, (path, options)
+        assert max(map(len, done.output.splitlines())) <= 80, (path, done.output)
+    listed = runner.invoke(app, ["--help"], env={"COLUMNS": "80"}).output
+    commands = [line.split()[0] for line in listed.split("Commands:", 1)[1].splitlines() if line]
+    assert commands[:5] == ["serve", "init", "search", "store", "forget"]
+    assert "demo" in commands
+    forget = runner.invoke(app, ["forget", "--help"], env={"COLUMNS": "80"}).output
+    assert "[forgotten]" in forget  # a docstring's brackets are text, not markup

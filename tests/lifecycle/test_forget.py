@@ -70,12 +70,14 @@ async def test_forget_context_through_the_real_server_leaves_no_trace(tmp_path: 
             refused = await client.call_tool("forget_context", {})
             assert refused.is_error
             forgotten = await call(client, "forget_context", item_ids=[secret["id"]])
+            assert forgotten.pop("versions_removed") >= 1
             assert forgotten == {
                 "dry_run": False,
                 "count": 1,
                 "item_ids": [secret["id"]],
                 "iterations": [],
                 "cleared_iterations": [],
+                "purged": True,
             }
 
             found = await call(client, "get_relevant_context", query="staging password hunter2")

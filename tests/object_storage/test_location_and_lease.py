@@ -14,7 +14,7 @@ from ralph_context.config import Settings
 from ralph_context.errors import IdempotencyConflict
 from ralph_context.object_location import ObjectLocation, is_object_uri, read_text, write_text
 from ralph_context.storage.lease import LEASE_OBJECT, MaintenanceLease
-from ralph_context.storage.requests import Claim, RequestLog, claim_name
+from ralph_context.storage.requests import SEALED, Claim, RequestLog
 from ralph_context.storage.upkeep import kept_for_readers
 from tests.cli.test_cli import cli
 
@@ -165,10 +165,17 @@ def test_cleanup_keeps_every_version_a_replica_may_still_read() -> None:
 def test_the_first_replica_to_claim_an_idempotency_key_owns_it(s3_store: ObjectLocation) -> None:
     a, b = RequestLog(None, claims=s3_store), RequestLog(None, claims=s3_store)
     assert b.find("retry-me") is None
-    assert a.claim("retry-me", "item-from-a", "print-a") == Claim("item-from-a", "print-a")
+    first = a.claim("retry-me", "item-from-a", "print-a")
+    assert first.target == "item-from-a" and first.target_for("retry-me", "print-a")
     # b, asked the same key later (a client retrying on another replica), gets a's item.
-    assert b.find("retry-me") == Claim("item-from-a", "print-a")
+    assert b.find("retry-me") == first
     assert b.claim("retry-me", "item-from-b", "print-a").target == "item-from-a"
+    # The key and its fingerprint are digests under the store's key (store.key), never
+    # the client's text: the claim's name and content hold neither.
+    assert first.fingerprint is not None and first.fingerprint.startswith(SEALED)
+    (name,) = [n for n in _names(s3_store) if n.startswith("request_key_claims/")]
+    held = s3_store.read(name)
+    assert held is not None and "retry-me" not in name and b"print-a" not in held[0]
     # ... unless the retry is another request: then the key is refused there too.
     with pytest.raises(IdempotencyConflict, match="'retry-me' was used for a different request"):
         b.put("retry-me", "item-from-b", "print-b")
@@ -177,12 +184,18 @@ def test_the_first_replica_to_claim_an_idempotency_key_owns_it(s3_store: ObjectL
     assert a.claim(odd, "odd-item").target == "odd-item" and b.find(odd) == Claim("odd-item")
 
 
+def _names(location: ObjectLocation) -> list[str]:
+    import obstore
+
+    return [o["path"] for batch in obstore.list(location._store()) for o in batch]
+
+
 def test_a_claim_object_written_before_fingerprints_answers_any_request(
     s3_store: ObjectLocation,
 ) -> None:
     """Claims of earlier versions hold the bare target: they keep today's answer."""
-    assert s3_store.write(claim_name("old-key"), b"item-before", replacing="") is not None
     log = RequestLog(None, claims=s3_store)
+    assert s3_store.write(log.claim_name("old-key"), b"item-before", replacing="") is not None
     claim = log.find("old-key")
     assert claim == Claim("item-before", None)
     assert claim.target_for("old-key", "any-print") == "item-before"

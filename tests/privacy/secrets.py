@@ -36,6 +36,81 @@ AWS_SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYzq8RKe3Lm2"
 DB_PASSWORD = "Tr0ub4dor&3x"
 PLAIN_PASSWORD = "hunter2correcthorse"
 
+# Issue 62's shapes, each in several of the forms its tool or file writes it: kind ->
+# (text, the value that must go) pairs.
+AZURE_KEY = "q8Lw2Rk9Zt4Vb7Nc3Yd6Fg1Hj5Kp0MsQeRtYuIoP1aZx8Lq2Rm7Tn4Vb9Wc3Yd6Fg1Hj5Kp0MsQeRtYuIo=="
+GOOGLE_OAUTH_SECRET = "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"
+TWILIO_API_KEY = "SK3f9c2a7b1e4d6f8a0b2c4d6e8f0a1b3c"
+SHAPES_OF_ISSUE_62: dict[str, list[tuple[str, str]]] = {
+    "azure_key": [
+        (
+            "DefaultEndpointsProtocol=https;AccountName=acme;"
+            f"AccountKey={AZURE_KEY};EndpointSuffix=core.windows.net",
+            AZURE_KEY,
+        ),
+        (
+            "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=Root;"
+            f"SharedAccessKey={AZURE_KEY[:44]}",
+            AZURE_KEY[:44],
+        ),
+        (f"HostName=hub.azure-devices.net;SharedAccessKey = {AZURE_KEY[8:52]}", AZURE_KEY[8:52]),
+    ],
+    "azure_sas": [
+        (
+            "https://acme.blob.core.windows.net/c/a.tgz?sv=2022-11-02&sp=r&se=2030-01-01"
+            "&sig=Zx8Lq2Rm7Tn4Vb9Wc3Yd6Fg1Hj5Kp0MsQeRtYu%2Bab%3D",
+            "Zx8Lq2Rm7Tn4Vb9Wc3Yd6Fg1Hj5Kp0MsQeRtYu%2Bab%3D",
+        ),
+    ],
+    "password": [
+        ("docker login -u ci -p Zx9Lq2Rm7Tn4Wq registry.example.com", "Zx9Lq2Rm7Tn4Wq"),
+        ("podman login quay.io -u bot -p='Zx9 Lq2Rm7Tn4Wq'", "Zx9 Lq2Rm7Tn4Wq"),
+        ("echo go && docker login --password Zx9Lq2Rm7Tn4Wq ghcr.io", "Zx9Lq2Rm7Tn4Wq"),
+        ("mysql -u root -pS3cr3tPa55word -h db shop", "S3cr3tPa55word"),
+        ("mysqldump -uroot -p'S3cr3t Pa55word' shop > shop.sql", "S3cr3t Pa55word"),
+        ('mariadb -h db -u app -p"S3cr3tPa55word" -e "select 1"', "S3cr3tPa55word"),
+        ("sshpass -p 'Tr0ub4dor&3xQ' ssh deploy@10.0.0.4 uptime", "Tr0ub4dor&3xQ"),
+        ("sshpass -pTr0ub4dor3xQ scp build.tgz deploy@host:", "Tr0ub4dor3xQ"),
+        (
+            "machine api.heroku.com\n  login me@example.com\n  password 8f2c9a1e77b4d0a9",
+            "8f2c9a1e77b4d0a9",
+        ),
+        ("machine github.com login octocat password Gh0Lq2Rm7Tn4Vb", "Gh0Lq2Rm7Tn4Vb"),
+        ("default login anonymous password Anon0Lq2Rm7", "Anon0Lq2Rm7"),
+        ("db.internal:5432:appdb:app:Tr0ub4dor3xQ", "Tr0ub4dor3xQ"),
+        ("*:*:*:postgres:pgS3cret!x", "pgS3cret!x"),
+        ("pgbouncer:6432:*:stats:St4tsPw0rd", "St4tsPw0rd"),
+        ("echo 'localhost:15432:db:me:hunter2xQ' >> ~/.pgpass", "hunter2xQ"),
+        ("redis-cli -h cache -a Zx9Lq2Rm7Tn4Wq ping", "Zx9Lq2Rm7Tn4Wq"),
+        ("requirepass Zx9Lq2Rm7Tn4Wq", "Zx9Lq2Rm7Tn4Wq"),
+        ("mongosh mongodb://h/db -u admin -p Zx9Lq2Rm7Tn4Wq", "Zx9Lq2Rm7Tn4Wq"),
+    ],
+    "google_oauth_secret": [
+        (f"GOOGLE_CLIENT_SECRET={GOOGLE_OAUTH_SECRET}", GOOGLE_OAUTH_SECRET),
+        (f'{{"web": {{"client_secret": "{GOOGLE_OAUTH_SECRET}"}}}}', GOOGLE_OAUTH_SECRET),
+        (f"oauth client {GOOGLE_OAUTH_SECRET} rejected", GOOGLE_OAUTH_SECRET),
+    ],
+    "google_oauth_token": [
+        (
+            "Authorization header ya29.a0AfH6SMBx8Lq2Rm7Tn4Vb9Wc3Yd6Fg1Hj5Kp0MsQ expired",
+            "ya29.a0AfH6SMBx8Lq2Rm7Tn4Vb9Wc3Yd6Fg1Hj5Kp0MsQ",
+        ),
+    ],
+    "twilio_api_key": [
+        (f"TWILIO_API_KEY={TWILIO_API_KEY}", TWILIO_API_KEY),
+        (f"client = Client('{TWILIO_API_KEY}', api_secret, account_sid)", TWILIO_API_KEY),
+        (
+            f"twilio api key {TWILIO_API_KEY.lower().replace('sk', 'SK', 1)}",
+            TWILIO_API_KEY.lower().replace("sk", "SK", 1),
+        ),
+    ],
+    "url_password": [
+        ("redis://:Zx9Lq2Rm7Tn4Wq@cache.internal:6379/0", "Zx9Lq2Rm7Tn4Wq"),
+        ("CELERY_BROKER=rediss://:p%40ssZx9Lq2@cache:6380", "p%40ssZx9Lq2"),
+        ("amqp://:Zx9Lq2Rm7Tn4Wq@broker/vhost", "Zx9Lq2Rm7Tn4Wq"),
+    ],
+}
+
 # (surroundings, value): each kind in the contexts a loop stores it in.
 IN_CONTEXT: list[tuple[str, str]] = [
     *[(f"the build used {value} and failed", value) for value in SECRETS.values()],
@@ -65,6 +140,7 @@ IN_CONTEXT: list[tuple[str, str]] = [
         f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{PEM_BODY}-----END PGP PRIVATE KEY BLOCK-----",
         PEM_BODY,
     ),
+    *[pair for pairs in SHAPES_OF_ISSUE_62.values() for pair in pairs],
     # A key in a JSON string, newlines escaped.
     (
         '{"private_key": "-----BEGIN PRIVATE KEY-----\\n'
@@ -126,4 +202,20 @@ LOOK_ALIKES: list[str] = [
     "MAX_TOKENS = 1_000_000",
     "search(query, max_tokens=budget.tokens)",
     'return {"RALPH_CONTEXT_TOKEN": TOKEN}',
+    # Beside issue 62's shapes: what the same tools and files print that is no secret.
+    "mysql -u root -p shop",
+    "mysql -u root -p$MYSQL_ROOT_PASSWORD shop",
+    "mysql --port=3306 -P 3306 -h db",
+    "sshpass -e ssh deploy@host",
+    "docker login --password-stdin ghcr.io",
+    "docker run -p 8080:80 nginx",
+    "a machine with password protection",
+    "the default password is written on the box",
+    "src/app.py:12:5:E501:line-too-long",
+    "12:30:45:001:start",
+    "redis://cache.internal:6379/0",
+    "redis://:password@localhost:6379",
+    "AccountName=acme;EndpointSuffix=core.windows.net",
+    "Skip SKU SKIPPED: SK-2024-release notes",
+    "sig=abc",
 ]

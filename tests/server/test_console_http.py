@@ -20,9 +20,11 @@ from tests.server.console_servers import (
     console_config,
     console_url,
     csrf_of,
+    mcp_client,
     store,
     token_env,
 )
+from tests.server.mcp_scenario import call
 from tests.server_process import READY_WITHIN, start_http_server
 
 
@@ -345,3 +347,25 @@ async def test_the_item_page_marks_where_a_secret_was_redacted_and_health_counts
     )
     assert 'data-testid="redacted">github_token (secrets replaced' in page
     assert 'data-testid="redacted"' in health and "github_token" in health
+
+
+async def _retrieved(url: str, item_id: str) -> int:
+    async with mcp_client(url) as client:
+        read = await client.read_resource(f"context://items/{item_id}")
+    return int(json.loads(read.contents[0].text)["access_count"])  # type: ignore[union-attr]
+
+
+async def test_searching_in_the_console_does_not_count_as_retrieving(
+    open_server: tuple[str, Path],
+) -> None:
+    url, _config = open_server
+    (item_id,) = await store(url, [("the flaky login test waits on a redis lock", "error")])
+    async with httpx.AsyncClient() as http:
+        for _ in range(3):
+            page = await http.get(console_url(url) + "/search", params={"q": "redis lock"})
+            assert page.status_code == 200 and item_id in page.text
+    assert await _retrieved(url, item_id) == 0  # looking changed nothing
+    async with mcp_client(url) as client:
+        found = await call(client, "get_relevant_context", query="the redis lock test")
+    assert item_id in {hit["item"]["id"] for hit in found["items"]}
+    assert await _retrieved(url, item_id) == 1  # a loop's retrieval still counts

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +64,29 @@ class Wire:
         Raises:
             queue.Empty: No answer within ``within`` seconds.
         """
+        found: dict[str, Any] = self._next(
+            lambda m: isinstance(m, dict) and "id" in m and m["id"] == wanted and "method" not in m,
+            within,
+        )
+        return found
+
+    def batch(self, within: float = ANSWER_WITHIN) -> list[dict[str, Any]]:
+        """The server's next answer that is an array (a batch's).
+
+        Raises:
+            queue.Empty: No array within ``within`` seconds.
+        """
+        found: list[dict[str, Any]] = self._next(lambda m: isinstance(m, list), within)
+        return found
+
+    def _next(self, wanted: Callable[[Any], bool], within: float) -> Any:
+        """The next message the server writes that is ``wanted`` (the others skipped)."""
         deadline = time.monotonic() + within
         while True:
             line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
             assert line, f"the server closed stdout:\n{self.process.stop()}"
-            message: dict[str, Any] = json.loads(line)
-            if "id" in message and message["id"] == wanted and "method" not in message:
+            message = json.loads(line)
+            if wanted(message):
                 return message
 
     def close(self) -> str:
@@ -180,3 +197,42 @@ def test_the_id_is_found_at_the_top_level_only() -> None:
     assert request_id('{"params": {"a": ') is None
     assert request_id("[1, 2]") is None
     assert request_id("not json") is None
+
+
+def test_a_batch_is_answered_with_an_array_naming_each_request(wire: Wire) -> None:
+    """JSON-RPC's answer to a batch is an array: one error per request, each with its own
+    id (so a client waiting on them is answered), none for the notification in it."""
+    wire.send(
+        json.dumps(
+            [
+                {"jsonrpc": "2.0", "id": "batch-a", "method": "ping"},
+                {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}},
+                {"jsonrpc": "2.0", "id": 31, "method": "tools/list"},
+            ]
+        )
+    )
+    answer = wire.batch()
+    assert [error["id"] for error in answer] == ["batch-a", 31]
+    for error in answer:
+        assert error["error"]["code"] == INVALID_REQUEST
+        assert "batches" in error["error"]["message"]
+        assert "own line" in error["error"]["message"]
+    wire.still_serves()
+
+
+def test_an_empty_batch_is_answered_with_one_error(wire: Wire) -> None:
+    wire.send("[]")
+    message = _error(wire.answer(None), INVALID_REQUEST)
+    assert "batch" in message and "empty" in message
+    wire.still_serves()
+
+
+@pytest.mark.parametrize("given", ['{"key": 1}', "[1]", "true", "1.5", "null"])
+def test_a_request_whose_id_is_no_string_or_integer_is_refused_with_a_null_id(
+    wire: Wire, given: str
+) -> None:
+    """The SDK's parser takes it for a notification, which is never answered."""
+    wire.send(f'{{"jsonrpc": "2.0", "id": {given}, "method": "ping"}}')
+    message = _error(wire.answer(None), INVALID_REQUEST)
+    assert "id must be a string or an integer" in message
+    wire.still_serves()

@@ -10,8 +10,11 @@ This process is only a messenger, so that it answers within the 250 ms a prompt 
 it imports the standard library only (no LanceDB, no model, no pydantic; the tests check
 ``sys.modules``), finds the project (``project``) and hands the payload to the project's
 shared server, which holds the store and the model and does the work (``events``). When
-no server answers, it starts one detached, keeps a capture in the spool for the server to
-store, and answers with nothing: the prompt goes on at once.
+no server answers, it starts one detached and keeps a capture in the spool for the server
+to store; an event that only reads (the session's brief, a prompt) is answered meanwhile
+from the store read-only, on the text tier, by a child process bounded by
+``RALPH_CONTEXT_HOOK_COLD_SECONDS`` (4 s: the agents' hook timeout init writes is 5 s; see
+``cold``), and with nothing when that finds nothing or takes longer.
 
 ``RALPH_CONTEXT_HOOK_TRACE=<file>`` appends one JSON line per call (client, event, session,
 what was done, milliseconds) to that file: a person can see that the hooks fire, and the
@@ -43,9 +46,16 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-__all__ = ["CAPTURES", "CLIENTS", "EVENTS", "TRACE_ENV", "main", "run"]
+__all__ = ["CAPTURES", "CLIENTS", "COLD_ENV", "EVENTS", "READS", "TRACE_ENV", "main", "run"]
 
 TRACE_ENV = "RALPH_CONTEXT_HOOK_TRACE"
+COLD_ENV = "RALPH_CONTEXT_HOOK_COLD_SECONDS"
+# Seconds from the call's start within which a hook that found no server may answer from
+# the store read-only (``cold``): under the 5 s timeout init writes for the agents, with
+# the interpreter's own start (~0.1-0.5 s) before it.
+COLD_SECONDS = 4.0
+# The events that only read: answered from the store read-only while the server starts.
+READS = frozenset({"SessionStart", "UserPromptSubmit"})
 LOG_NAME = "hooks.log"
 # The events init wires for each client (``setup``); another event is answered with nothing.
 EVENTS: dict[str, tuple[str, ...]] = {
@@ -104,7 +114,7 @@ def run(client: str, raw: bytes, environ: Mapping[str, str] | None = None) -> st
     try:
         payload = _read(raw)
         event = str(payload["hook_event_name"])
-        context, action = _dispatch(client, event, payload, env)
+        context, action = _dispatch(client, event, payload, env, started)
         _trace(env, client, payload, action, started)
         if not context:
             return ""
@@ -132,7 +142,7 @@ def _read(raw: bytes) -> dict[str, Any]:
 
 
 def _dispatch(
-    client: str, event: str, payload: dict[str, Any], environ: Mapping[str, str]
+    client: str, event: str, payload: dict[str, Any], environ: Mapping[str, str], started: float
 ) -> tuple[str, str]:
     """The context to give the agent for ``event`` and a word on what was done."""
     if event not in EVENTS[client]:
@@ -154,9 +164,53 @@ def _dispatch(
     kept = event in CAPTURES and spool(root, client, _trimmed(payload, _SPOOL_FIELD_CHARS))
     if read_server(root) is not None:  # came up while this hook spooled: it takes the spool
         return "", f"server just started; {'kept for it' if kept else 'nothing injected'}"
-    started = start_server(root)
-    what = "server starting" if started else "no server answered (a start is under way)"
+    launched = start_server(root)
+    what = "server starting" if launched else "no server answered (a start is under way)"
+    if event in READS and _may_hold_a_store(root, environ):
+        context, said = _cold(client, payload, root, environ, started)
+        return context, f"{what}; {said}"
     return "", f"{what}; {'kept for it' if kept else 'nothing injected'}"
+
+
+def _may_hold_a_store(root: Path, environ: Mapping[str, str]) -> bool:
+    """Whether the project may have a store to read: the default one is there, or a
+    configuration may name another (a fresh project's first hooks skip a child that
+    would find nothing, seconds of imports later)."""
+    if (agent_folder(root) / "context").is_dir():
+        return True
+    named = ("RALPH_CONTEXT_CONFIG", "RALPH_CONTEXT_STORAGE__PATH", "RALPH_WORKSPACE_ROOT")
+    if any(environ.get(name) for name in named):
+        return True
+    return any((root / name).is_file() for name in ("ralph.yaml", "ralph.yml"))
+
+
+def _cold(
+    client: str, payload: dict[str, Any], root: Path, environ: Mapping[str, str], started: float
+) -> tuple[str, str]:
+    """The answer of ``cold`` in a child process, within its seconds (killed past them)."""
+    import subprocess  # here: a hook that finds its server never needs it
+
+    try:
+        budget = float(environ.get(COLD_ENV) or COLD_SECONDS)
+    except ValueError:
+        budget = COLD_SECONDS
+    wait = budget - (time.perf_counter() - started)
+    if wait <= 0:
+        return "", "nothing injected (no time left for the store's read-only answer)"
+    command = [sys.executable, "-m", "ralph_context.integrations.agents.cold", client]
+    body = json.dumps(_trimmed(payload), ensure_ascii=False).encode("utf-8")
+    try:
+        done = subprocess.run(
+            command, input=body, capture_output=True, cwd=root, env=dict(environ), timeout=wait
+        )
+    except subprocess.TimeoutExpired:
+        return "", f"nothing injected (the store's read-only answer took over {wait:.1f} s)"
+    try:
+        answer = json.loads(done.stdout)
+    except ValueError:
+        problem = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
+        return "", f"nothing injected (the store's read-only answer failed: {problem[0]:.200})"
+    return str(answer.get("context") or ""), str(answer.get("action") or "")
 
 
 _RALPH_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "Stop"})

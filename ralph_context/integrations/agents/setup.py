@@ -7,6 +7,8 @@ and its MCP entry, planned as edits (``files.FileEdit``) the CLI prints or appli
 - Codex: ``.codex/hooks.json`` (the same hooks shape; Codex has no ``PostToolUseFailure``
   and caps ``SessionEnd`` at 3 s) and our ``[mcp_servers.ralph-context]`` block in
   ``.codex/config.toml``. Codex runs project hooks only once a person has trusted them.
+- Both: ``.gitignore``'s entry for ``.agent/``, where the store, spool and logs go
+  (``gitignore``).
 
 Every plan merges with what is there and is idempotent; with ``remove`` it takes out only
 our entries (known by the ``ralph-context hook <client>`` command, the server's name and the
@@ -26,6 +28,7 @@ from typing import Any, Literal
 from ralph_context.config.token_file import ENV_TOKEN
 from ralph_context.integrations.agents.codex_toml import add_block, remove_block
 from ralph_context.integrations.agents.files import FileEdit, read_text
+from ralph_context.integrations.agents.gitignore import gitignore_edit
 from ralph_context.integrations.agents.json_settings import (
     EMPTY,
     HookSpec,
@@ -103,11 +106,13 @@ def plan(
                 ),
                 remove=remove,
             ),
+            gitignore_edit(project, remove=remove),
         )
     hooks = project / CODEX_HOOKS_FILE
     return (
         _hooks_file(hooks, CODEX_HOOKS, command, "codex", remove=remove),
         _toml(project / CODEX_CONFIG, codex_server(server), remove=remove),
+        gitignore_edit(project, remove=remove),
     )
 
 

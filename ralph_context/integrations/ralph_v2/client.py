@@ -20,7 +20,7 @@ from mcp_types import Implementation
 from ralph_context import __version__, namespaces, origin
 from ralph_context.config import Settings
 from ralph_context.config.owner_token import client_token
-from ralph_context.errors import IdempotencyConflict
+from ralph_context.errors import IdempotencyConflict, ItemForgotten
 from ralph_context.models import ContextType, IterationResult, RetrievedItem
 from ralph_context.server.connect import connect
 from ralph_context.storage import writer_lock
@@ -108,6 +108,8 @@ class _Server:
             text = " ".join(str(getattr(c, "text", "")) for c in answer.content)
             if IdempotencyConflict.MARK in text:
                 raise IdempotencyConflict(f"{tool}: {text[:300]}")
+            if ItemForgotten.MARK in text:
+                raise ItemForgotten(f"{tool}: {text[:300]}")
             raise RuntimeError(f"{tool} failed: {text[:300]}")
         return dict(answer.structured_content)
 

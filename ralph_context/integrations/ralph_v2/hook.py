@@ -36,7 +36,7 @@ from ralph_context._logging import get_logger
 from ralph_context.atomic import write_text_atomically
 from ralph_context.codebase import Repository, for_push
 from ralph_context.config.retrieval import PushGate
-from ralph_context.errors import IdempotencyConflict
+from ralph_context.errors import IdempotencyConflict, ItemForgotten
 from ralph_context.integrations.ralph_v2 import memories
 from ralph_context.integrations.ralph_v2.client import Memory, ReadOnly
 from ralph_context.integrations.ralph_v2.payload import WORK_EVENTS, HookPayload
@@ -196,6 +196,9 @@ async def _record(
         # Recorded by a call that died before saving the state: its record stands, this
         # one (built from more events since) is not made twice, and the state moves on.
         report.skipped.append(f"iteration {number} was recorded before; kept as recorded")
+    except ItemForgotten:
+        # Recorded before, then forgotten: forget is final, and the state moves on.
+        report.skipped.append(f"iteration {number} was recorded and forgotten since")
     state.recorded, state.events_offset = number, offset
     state.scratchpad_bytes, state.tasks = notes_end, statuses
     return number
@@ -286,7 +289,11 @@ async def _sync(space: Workspace, state: LoopState, memory: Memory, report: Repo
         tags = (MEMORY_TAG, found.memory_type, *found.tags)
         # No thread: memories are lessons that stand alone (as skills do), and the ones
         # synced together are neighbours only in the file, not in meaning.
-        item_id = await memory.remember(found.content, _KINDS[found.memory_type], tags, key)
+        try:
+            item_id = await memory.remember(found.content, _KINDS[found.memory_type], tags, key)
+        except ItemForgotten:  # forgotten in the store since: forget is final, Ralph's or not
+            report.skipped.append(f"memory {found.id} was forgotten; not stored again")
+            continue
         if item_id not in synced_before:
             report.synced += 1
         seen[key] = item_id

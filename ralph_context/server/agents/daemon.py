@@ -25,6 +25,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ralph_context import namespaces
 from ralph_context._logging import get_logger
 from ralph_context.config import Settings
+from ralph_context.engine.replay import replayed_since
+from ralph_context.errors import ItemForgotten
 from ralph_context.server.agents.events import AgentEvents
 from ralph_context.server.agents.project import (
     ServerNote,
@@ -132,11 +134,16 @@ def advertise(root: Path, mcp_url: str, settings: Settings, pid: int | None = No
 
 
 async def ingest_spool(root: Path, events: AgentEvents) -> int:
-    """Store what hooks kept while no server answered; how many payloads were taken."""
+    """Store what hooks kept while no server answered; how many payloads were taken. What
+    a forget since the capture deleted is not stored again (``engine.items``)."""
     taken = take_spool(root)
-    for client, payload in taken:
+    for client, payload, spooled_at in taken:
         try:
-            await events.handle(client or "claude", payload)
+            # A capture made before a forget brings nothing back that it deleted.
+            with replayed_since(spooled_at):
+                await events.handle(client or "claude", payload)
+        except ItemForgotten as exc:
+            log.info("spooled_capture_forgotten", reason=str(exc))
         except Exception as exc:  # one bad payload does not stop the others
             log.warning("spooled_hook_failed", error=f"{type(exc).__name__}: {exc}")
     if taken:

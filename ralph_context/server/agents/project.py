@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ralph_context.server.agents.listener import listener_is_ours
@@ -301,29 +302,34 @@ def spool(root: Path, client: str, payload: dict[str, Any]) -> bool:
     from ralph_context.privacy.redactor import Redactor
 
     clean = Redactor().json(payload)
-    line = json.dumps({"client": client, "payload": clean}, ensure_ascii=False) + "\n"
+    # When it was captured: a forget after it and before the take drops it (forget is final).
+    at = datetime.now(UTC).isoformat()
+    line = json.dumps({"client": client, "at": at, "payload": clean}, ensure_ascii=False) + "\n"
     descriptor = os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
     with os.fdopen(descriptor, "a", encoding="utf-8") as out:
         out.write(line)
     return True
 
 
-def take_spool(root: Path) -> list[tuple[str, dict[str, Any]]]:
-    """The spooled payloads, oldest first; the spool is emptied (renamed away first, so a
-    hook appending meanwhile starts a new one)."""
+def take_spool(root: Path) -> list[tuple[str, dict[str, Any], datetime | None]]:
+    """The spooled payloads with their clients and when each was spooled (``None``: by an
+    earlier version), oldest first; the spool is emptied (renamed away first, so a hook
+    appending meanwhile starts a new one)."""
     path = agent_folder(root) / SPOOL_FILE
     taken = path.with_name(f".{SPOOL_FILE}.{os.getpid()}")
     try:
         os.replace(path, taken)
     except FileNotFoundError:
         return []
-    found: list[tuple[str, dict[str, Any]]] = []
+    found: list[tuple[str, dict[str, Any], datetime | None]] = []
     try:
         for line in taken.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 entry = json.loads(line)
                 if isinstance(entry, dict) and isinstance(entry.get("payload"), dict):
-                    found.append((str(entry.get("client", "")), entry["payload"]))
+                    at = entry.get("at")
+                    when = datetime.fromisoformat(at) if isinstance(at, str) else None
+                    found.append((str(entry.get("client", "")), entry["payload"], when))
             except ValueError:
                 continue
     finally:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import (
@@ -27,10 +26,7 @@ from starlette.routing import BaseRoute, Route
 
 from ralph_context import namespaces
 from ralph_context._logging import get_logger
-from ralph_context.server.guard import NO_TOKEN, GuardedEndpoint, refused
-
-if TYPE_CHECKING:
-    from ralph_context.server.http import Spaces
+from ralph_context.server.guard import NO_TOKEN, GuardedEndpoint, Namespaces, refused
 
 __all__ = ["CLIENTS", "hook_routes"]
 
@@ -65,8 +61,8 @@ class _HookEndpoint(GuardedEndpoint):
         return JSONResponse({"context": context, "action": action})
 
 
-def hook_routes(spaces: Spaces, tokens_enabled: bool) -> list[BaseRoute]:
-    """The hook routes for ``spaces`` (``server.http.Spaces``)."""
+def hook_routes(spaces: Namespaces, tokens_enabled: bool) -> list[BaseRoute]:
+    """The hook routes for ``spaces`` (``guard.Namespaces``)."""
     endpoint = RequestBodyLimitMiddleware(_HookEndpoint(spaces, tokens_enabled), MAX_BODY_BYTES)
     return [
         Route("/hooks/{client}", endpoint),

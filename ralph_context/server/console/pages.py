@@ -63,6 +63,7 @@ async def search(visit: Visit) -> tuple[str, dict[str, Any]]:
             max_items=_number(params.get("max_items"), "max_items", int),
             context_types=chosen or None,
             min_score=_number(params.get("min_score"), "min_score", float),
+            counted=False,  # looking is not retrieving: the card's counts stay the loop's
         )
     except (InvalidInput, _Problem) as exc:
         context["problem"] = str(exc)
