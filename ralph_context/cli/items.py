@@ -315,7 +315,8 @@ def forget(
     if payload["cleared_iterations"]:
         numbers = ", ".join(str(n) for n in payload["cleared_iterations"])
         out.print(f"cleared the record(s) of iteration(s) {numbers}", highlight=False)
-    if payload["finished_earlier"]:
+    # A server finishes an unfinished forget when it opens the store: never one here.
+    if payload.get("finished_earlier"):
         out.print("finished an earlier forget that had not", highlight=False)
     if payload["purged"]:
         out.print(

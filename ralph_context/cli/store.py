@@ -114,11 +114,11 @@ def export_(
                     return await export_store(engine, out, vectors=vectors, progress=tick)
 
     report = run(work)
-    err.print(_transfer_line("exported", report), highlight=False)
+    err.print(_transfer_line("exported", report), highlight=False, soft_wrap=True)
     if report.unreadable:
         err.print(f"could not read {report.lost} row(s) of the store:", highlight=False)
         for part in report.unreadable:
-            err.print(f"  {part}", highlight=False)
+            err.print(f"  {part}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)
 
 
@@ -159,7 +159,7 @@ def import_(
     if report is None:
         report = run(work)
     line = _transfer_line("imported", report, brought_back=include_forgotten)
-    err.print(line, highlight=False)
+    err.print(line, highlight=False, soft_wrap=True)
 
 
 # Records per request to a server (each a line of JSON: ~4 KB with its vector), and the

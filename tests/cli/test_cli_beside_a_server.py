@@ -175,7 +175,12 @@ def store_forget_import(config: Path, cwd: Path) -> None:
 
     forgot = run_cli(config, "forget", "--id", answer["id"], cwd=cwd)
     assert forgot.returncode == 0, forgot.stderr
-    assert forgot.stdout.splitlines() == ["forgot 1 item(s)", f"  {answer['id']}"]
+    said = forgot.stdout.splitlines()
+    assert said[:2] == ["forgot 1 item(s)", f"  {answer['id']}"]
+    # The server purged its files of the forgotten row, and says so as the CLI alone does.
+    assert [line.split(" (")[0] for line in said[2:]] == [
+        "purged the store's files of deleted rows"
+    ]
     assert answer["id"] not in _found(config, cwd, "grpc deadline retries")
 
     backup = _export_file(cwd / "backup.jsonl", "Release notes go in CHANGELOG.md, newest first")
@@ -190,6 +195,16 @@ def store_forget_import(config: Path, cwd: Path) -> None:
     assert "Release notes go in CHANGELOG.md, newest first" in {
         item["content"] for item in found.values()
     }
+    # Forget is final through the server too: the backup does not bring the item back
+    # unless the import says --include-forgotten.
+    kept = next(i for i, item in found.items() if item["content"].startswith("Release notes"))
+    assert run_cli(config, "forget", "--id", kept, cwd=cwd).returncode == 0
+    skipped = run_cli(config, "import", str(backup), cwd=cwd)
+    assert "imported 0 items" in skipped.stderr and "1 skipped: forgotten" in skipped.stderr
+    assert kept not in _found(config, cwd, "where do release notes go")
+    back = run_cli(config, "import", str(backup), "--include-forgotten", cwd=cwd)
+    assert "imported 1 items" in back.stderr and "1 brought back" in back.stderr
+    assert kept in _found(config, cwd, "where do release notes go")
     broken = cwd / "broken.jsonl"
     broken.write_text(backup.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
     refused = run_cli(config, "import", str(broken), cwd=cwd)
