@@ -188,8 +188,11 @@ def _import_on(
             answer = post_json(server, IMPORT_PATH, body, _CHUNK_WAIT)
             if answer is None:
                 return None
-            for key, value in answer.items():
-                setattr(total, key, getattr(total, key) + int(value))
+            for key, value in answer.items():  # counts add up; export's lists (none) join
+                now = getattr(total, key)
+                setattr(
+                    total, key, now + list(value) if isinstance(now, list) else now + int(value)
+                )
             number += len(chunk)
             tick(total.items + total.archived)
         if number == 2:  # a header alone: checked by the server as a file would be
