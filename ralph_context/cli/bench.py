@@ -148,10 +148,7 @@ def ab(
         "benchmarks/ab/out"
     ),
     quick: Annotated[
-        bool,
-        typer.Option(
-            help="One task per kind and per hazard kind, 2 runs each (a smoke test, ~1-2 min)."
-        ),
+        bool, typer.Option(help="One task per kind and per hazard kind, 2 runs each (a smoke).")
     ] = False,
     runs_per_task: Annotated[int, typer.Option(min=1, help="Runs of each task per variant.")] = 10,
     seed: Annotated[int, typer.Option(help="Seeds the order, the noise and the guesses.")] = (
