@@ -17,9 +17,16 @@ from typing import Annotated
 import anyio
 import typer
 
-from ralph_context.cli.base import App, LogOption
+from ralph_context.cli.base import App, ConfigOption, LogOption
 from ralph_context.cli.bench_push import push
-from ralph_context.cli.bench_report import LOCOMO_HINT, NO_BENCHMARKS, NO_BM25, progress_bar, report
+from ralph_context.cli.bench_report import (
+    LOCOMO_HINT,
+    NO_BENCHMARKS,
+    NO_BM25,
+    progress_bar,
+    report,
+    use_config,
+)
 from ralph_context.cli.output import err, fail, start_logging
 from ralph_context.errors import RalphContextError
 from ralph_context.object_location import ObjectLocation
@@ -35,6 +42,8 @@ class AbAgent(StrEnum):
 
 
 bench_app = App(help="Benchmarks: A/B loops, retrieval recall, pushes, latency, the console.")
+
+
 bench_app.command("push")(push)
 
 
@@ -80,12 +89,14 @@ def retrieval(
             "with defaults: the default_mcp row (minutes more).",
         ),
     ] = False,
+    config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
     """Evidence recall@5/10/25/50 on LoCoMo, recall/MRR on the loop scenarios and top-k on
     the paraphrase set, per mode (default, vector, text, hybrid, served); on a LongMemEval
     file, its turn and session recall per mode and baseline instead (--conversations,
-    --scenarios and --paraphrases do not apply)."""
+    --scenarios and --paraphrases do not apply). ``--config``: the model and settings measured."""
+    use_config(config)
     start_logging(log_level)
     if data is None:
         raise fail(LOCOMO_HINT)
@@ -222,11 +233,14 @@ def latency(
     quick: Annotated[
         bool, typer.Option(help="One 5,000-item store, 40 queries, 30 iterations (CI smoke).")
     ] = False,
+    config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
     """Latency of every face on the same stores: the floor (raw model and LanceDB),
     Engine.search, MCP over stdio and HTTP (1 and 8 clients), the Ralph hook alone and in a
-    loop with the lifecycle on; RSS, store size, MCP ingest rates."""
+    loop with the lifecycle on; RSS, store size, MCP ingest rates. ``--config``: the model
+    and settings measured."""
+    use_config(config)
     start_logging(log_level)
     if data is None:
         raise fail(LOCOMO_HINT.replace("bench retrieval", "bench latency"))
