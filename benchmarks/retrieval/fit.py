@@ -197,14 +197,23 @@ def report(
     default = flat.graded(score, min_score=floor, relative=share, budget=budget)
     absent = mask & ~flat.answerable
     # The other modes at k = 10, no budget: what `bench retrieval` compares default with.
-    others = {
-        mode: per_set(flat, flat.graded(values), mask)
-        for mode, values in flat.modes(point.weights).items()
+    modes = flat.modes(point.weights)
+    others = {mode: per_set(flat, flat.graded(values), mask) for mode, values in modes.items()}
+    graded_modes = {"default": default} | {
+        mode: flat.graded(values) for mode, values in modes.items()
     }
+    paraphrases = mask & flat.answerable & flat.sets.get("paraphrase", np.zeros_like(mask))
     return {
         "served": per_set(flat, served, mask),
         "default": per_set(flat, default, mask),
         **others,
+        # The paraphrase set's top-1 per mode (its headline above is MRR@10).
+        "paraphrase_top1": {
+            mode: round(float(graded.top1[paraphrases].mean()), 4)
+            for mode, graded in graded_modes.items()
+        }
+        if paraphrases.any()
+        else None,
         "returned": round(float(default.returned[mask & flat.answerable].mean()), 2),
         "returned_absent": round(float(default.returned[absent].mean()), 2)
         if absent.any()
