@@ -116,6 +116,22 @@ class Flat:
         score = combine(match, self.age, self.decay * w.recency_decay, self.usefulness, 1.0, w)
         return np.where(passes, score, -np.inf)
 
+    def modes(self, w: ScoringSettings) -> dict[str, Array]:
+        """The other modes ``bench retrieval`` reports, as scores over the same pools:
+        ``vector`` (cosine top-k), ``text`` (BM25 top-k) and ``hybrid`` (both halves ranked
+        by their own match under ``w``: no gate, neighbours, recency or threshold)."""
+        semantic = semantic_evidence(self.similarity, self.behind, w)
+        knee = query_knee(self.words, w)
+        lexical = lexical_evidence(self.bm25, self.best_bm25, self.items, knee)
+        missing = -np.inf
+        return {
+            "vector": np.where(self.member, self.similarity, missing),
+            "text": np.where(self.member & (self.bm25 > 0), self.bm25, missing),
+            "hybrid": np.where(
+                self.member, own_match(semantic, lexical, w.lexical_weight), missing
+            ),
+        }
+
     def order(self, score: Array) -> Ints:
         """Candidate indices grouped by query, each query's best first (stable)."""
         return np.lexsort((-score, self.query)).astype(np.int64)

@@ -250,6 +250,7 @@ async def evaluate(
         )
         modes |= served_over_mcp["modes"]
     return {
+        "model": model.model_id,
         "modes": modes,
         "scenarios": loop,
         "paraphrases": reworded,

@@ -4,10 +4,8 @@ wheel), imported lazily, with a word on getting it if missing."""
 
 from __future__ import annotations
 
-import os
 import tempfile
 from contextlib import ExitStack
-from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -15,9 +13,17 @@ from typing import Annotated
 import anyio
 import typer
 
-from ralph_context.cli.base import App, LogOption
+from ralph_context.cli.base import App, ConfigOption, LogOption
+from ralph_context.cli.bench_ab import ab
 from ralph_context.cli.bench_push import push
-from ralph_context.cli.bench_report import LOCOMO_HINT, NO_BENCHMARKS, NO_BM25, progress_bar, report
+from ralph_context.cli.bench_report import (
+    LOCOMO_HINT,
+    NO_BENCHMARKS,
+    NO_BM25,
+    progress_bar,
+    report,
+    use_config,
+)
 from ralph_context.cli.bench_soak import soak
 from ralph_context.cli.output import err, fail, start_logging
 from ralph_context.errors import RalphContextError
@@ -26,16 +32,10 @@ from ralph_context.object_location import ObjectLocation
 __all__ = ["bench_app"]
 
 
-class AbAgent(StrEnum):
-    """The agents ``bench ab`` can run."""
-
-    READER = "reader"
-    OPENAI = "openai"
-
-
 bench_app = App(help="Benchmarks: A/B loops, recall, pushes, latency, load, the console.")
 bench_app.command("push")(push)
 bench_app.command("soak")(soak)
+bench_app.command("ab")(ab)
 
 
 @bench_app.command("retrieval")
@@ -80,12 +80,14 @@ def retrieval(
             "with defaults: the default_mcp row (minutes more).",
         ),
     ] = False,
+    config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
     """Evidence recall@5/10/25/50 on LoCoMo, recall/MRR on the loop scenarios and top-k on
     the paraphrase set, per mode (default, vector, text, hybrid, served); on a LongMemEval
     file, its turn and session recall per mode and baseline instead (--conversations,
-    --scenarios and --paraphrases do not apply)."""
+    --scenarios and --paraphrases do not apply). ``--config``: the model and settings measured."""
+    use_config(config)
     start_logging(log_level)
     if data is None:
         raise fail(LOCOMO_HINT)
@@ -139,66 +141,6 @@ def _longmemeval(data: Path, out: Path, questions: int | None) -> None:
     report(results, out, write_outputs, longmemeval_markdown)
 
 
-@bench_app.command("ab")
-def ab(
-    suite: Annotated[
-        Path | None, typer.Option(help="Task suite (YAML/JSON); default: the shipped suite.")
-    ] = None,
-    out: Annotated[Path, typer.Option(help="Folder for results and plots.")] = Path(
-        "benchmarks/ab/out"
-    ),
-    quick: Annotated[
-        bool, typer.Option(help="One task per kind and per hazard kind, 2 runs each (a smoke).")
-    ] = False,
-    runs_per_task: Annotated[int, typer.Option(min=1, help="Runs of each task per variant.")] = 10,
-    seed: Annotated[int, typer.Option(help="Seeds the order, the noise and the guesses.")] = (
-        20261122
-    ),
-    max_iterations: Annotated[int, typer.Option(min=1, help="A run gives up after this.")] = 60,
-    agent: Annotated[
-        AbAgent, typer.Option(help="reader (deterministic) or openai (a model endpoint).")
-    ] = AbAgent.READER,
-    base_url: Annotated[
-        str | None, typer.Option(help="openai agent: the endpoint, e.g. http://host/v1.")
-    ] = None,
-    model: Annotated[str | None, typer.Option(help="openai agent: the model name.")] = None,
-    api_key_env: Annotated[
-        str, typer.Option(help="openai agent: environment variable holding the key.")
-    ] = "OPENAI_API_KEY",
-    log_level: LogOption = None,
-) -> None:
-    """A/B: iterations to finish each task kind, baseline Ralph vs Ralph with memory."""
-    start_logging(log_level)
-    if agent is AbAgent.OPENAI and not (base_url and model):
-        raise fail("--agent openai needs --base-url and --model (the key comes from --api-key-env)")
-    try:
-        from benchmarks.ab.report import markdown, write_outputs
-        from benchmarks.ab.run import DEFAULT_SUITE, Plan, evaluate
-        from benchmarks.ab.suite import SuiteError, load_suite
-    except ImportError:
-        raise fail(NO_BENCHMARKS) from None
-    try:
-        loaded = load_suite(suite or DEFAULT_SUITE)
-    except SuiteError as exc:
-        raise fail(str(exc)) from None
-    plan = Plan(
-        runs_per_task=runs_per_task,
-        seed=seed,
-        max_iterations=max_iterations,
-        quick=quick,
-        agent=agent.value,
-        base_url=base_url,
-        model=model,
-        api_key=os.environ.get(api_key_env),
-    )
-    with progress_bar("episodes") as start:
-        try:
-            results = anyio.run(lambda: evaluate(loaded, plan, progress=start))
-        except RalphContextError as exc:
-            raise fail(str(exc)) from None
-    report(results, out, write_outputs, markdown)
-
-
 @bench_app.command("latency")
 def latency(
     data: Annotated[
@@ -223,11 +165,14 @@ def latency(
     quick: Annotated[
         bool, typer.Option(help="One 5,000-item store, 40 queries, 30 iterations (CI smoke).")
     ] = False,
+    config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
     """Latency of every face on the same stores: the floor (raw model and LanceDB),
     Engine.search, MCP over stdio and HTTP (1 and 8 clients), the Ralph hook alone and in a
-    loop with the lifecycle on; RSS, store size, MCP ingest rates."""
+    loop with the lifecycle on; RSS, store size, MCP ingest rates. ``--config``: the model
+    and settings measured."""
+    use_config(config)
     start_logging(log_level)
     if data is None:
         raise fail(LOCOMO_HINT.replace("bench retrieval", "bench latency"))

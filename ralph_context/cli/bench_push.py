@@ -9,8 +9,8 @@ from typing import Annotated
 import anyio
 import typer
 
-from ralph_context.cli.base import LogOption
-from ralph_context.cli.bench_report import NO_BENCHMARKS, progress_bar, report
+from ralph_context.cli.base import ConfigOption, LogOption
+from ralph_context.cli.bench_report import NO_BENCHMARKS, progress_bar, report, use_config
 from ralph_context.cli.output import fail, start_logging
 from ralph_context.errors import RalphContextError
 
@@ -62,12 +62,14 @@ def push(
             min=0, help="Only the first N tasks of bench ab's suite run as loops (0: none)."
         ),
     ] = None,
+    config: ConfigOption = None,
     log_level: LogOption = None,
 ) -> None:
     """Held-out push precision, recall and silence on no-answer prompts, per kind of data
     (everyday coding prompts, the paraphrase set, LoCoMo, LongMemEval; and Ralph's loops,
     which the prompt gate is not fitted on), beside what a push carried before the gate;
     the constants fitted on all."""
+    use_config(config)
     start_logging(log_level)
     try:
         from benchmarks.push.report import markdown, write_outputs

@@ -3,6 +3,7 @@ a progress bar on stderr, and a harness's report (its files written, its table s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ralph_context.cli.output import err
 
-__all__ = ["LOCOMO_HINT", "NO_BENCHMARKS", "NO_BM25", "progress_bar", "report"]
+__all__ = ["LOCOMO_HINT", "NO_BENCHMARKS", "NO_BM25", "progress_bar", "report", "use_config"]
 
 NO_BENCHMARKS = (
     "the benchmarks package is not importable: run from a source checkout of ralph-context "
@@ -57,3 +58,11 @@ def progress_bar(label: str) -> Iterator[Callable[[int], Callable[[], None]]]:
 
     with bar:
         yield start
+
+
+def use_config(config: Path | None) -> None:
+    """Make ``config`` the file every setting of this run comes from: the benchmarks build
+    their stores' settings with ``Settings.load(None)``, which reads
+    ``$RALPH_CONTEXT_CONFIG`` (so ``embeddings.model`` there picks the model measured)."""
+    if config is not None:
+        os.environ["RALPH_CONTEXT_CONFIG"] = str(config.resolve())

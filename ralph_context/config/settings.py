@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, ClassVar
 
-from pydantic import PrivateAttr, ValidationError, field_validator
+from pydantic import PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from ralph_context import namespaces
@@ -29,6 +29,7 @@ from ralph_context.config.packs import PacksSettings, mapping_form
 from ralph_context.config.presets import PRESETS, Preset
 from ralph_context.config.prompts import PromptSpec
 from ralph_context.config.redaction import RedactionSettings
+from ralph_context.config.relevance import model_constants, with_model_constants
 from ralph_context.config.retrieval import (
     PUSH_GATES,
     Face,
@@ -89,6 +90,13 @@ class Settings(BaseSettings):
         "redaction",
         "agents",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _models_own_constants(cls, data: object) -> object:
+        """The embedding model's fitted relevance constants (``config/relevance.py``) under
+        whatever the file and the environment set."""
+        return with_model_constants(data) if isinstance(data, dict) else data
 
     @field_validator("prompts")
     @classmethod
@@ -242,6 +250,15 @@ class Settings(BaseSettings):
         """
         data = self.model_dump()
         over: dict[str, object] = dict(sections)
+        embeddings = over.get("embeddings")
+        model = embeddings.get("model") if isinstance(embeddings, Mapping) else None
+        if model is not None and model != self.embeddings.model:
+            # Another model: the constants that were this model's own become the new one's.
+            for section, values in model_constants(self.embeddings.model).items():
+                kept = data[section]
+                for key, value in values.items():
+                    if kept.get(key) == value:
+                        del kept[key]
         if "packs" in over:  # the list form merges like the file's
             over["packs"] = mapping_form(over["packs"])
         try:

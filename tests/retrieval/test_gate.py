@@ -68,8 +68,12 @@ def test_auto_is_the_embedding_models_own_gate_and_off_is_none() -> None:
     assert settings.push_gate() == PUSH_GATES["all-MiniLM-L6-v2"].prompt
     assert settings.push_gate() is not None
     assert settings.with_overrides(retrieval={"push_gate": "off"}).push_gate() is None
+    # Each model its own: a cosine's scale is the model's.
+    quality = settings.with_overrides(embeddings={"model": "all-mpnet-base-v2"})
+    assert quality.push_gate() == PUSH_GATES["all-mpnet-base-v2"].prompt
+    assert quality.push_gate() != settings.push_gate()
     # A model with no fitted constants: its cosine scale is unknown, so no gate.
-    assert settings.with_overrides(embeddings={"model": "all-mpnet-base-v2"}).push_gate() is None
+    assert settings.with_overrides(embeddings={"model": "BAAI/bge-small-en"}).push_gate() is None
     own = {"min_evidence": 0.5, "lexical_weight": 0.0, "min_lexical": 0.7}
     assert settings.with_overrides(retrieval={"push_gate": own}).push_gate() == PushGate(**own)
 
