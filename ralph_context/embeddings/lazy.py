@@ -18,8 +18,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ralph_context.config import EmbeddingsSettings
-from ralph_context.embeddings.install import read_manifest
 from ralph_context.embeddings.local import BULK_TEXTS, LocalEmbedder, load_embedder, uses_registry
+from ralph_context.embeddings.manifest import read_manifest
 from ralph_context.errors import ModelError
 
 __all__ = ["load_on_use"]

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from ralph_context.config import EmbeddingsSettings
 from ralph_context.config.embeddings import INSTALLABLE
 from ralph_context.embeddings.batching import plan_batches
-from ralph_context.embeddings.install import read_manifest
+from ralph_context.embeddings.manifest import read_manifest
 from ralph_context.errors import ModelError
 
 __all__ = ["BULK_TEXTS", "LocalEmbedder", "Vectors", "load_embedder", "uses_registry"]

@@ -59,7 +59,7 @@ class SplitModel:
             ModelError: A part cannot be had, a file fails its pin, the folder is not a
                 mean-pooled MPNet, or the built model misses its reference vectors.
         """
-        from ralph_context.embeddings.install import MANIFEST
+        from ralph_context.embeddings.manifest import MANIFEST
         from ralph_context.embeddings.mpnet_graph import MPNetShape, build_mpnet_graph
         from ralph_context.embeddings.safetensors import read_safetensors
 

@@ -369,13 +369,14 @@ def test_a_search_card_agrees_with_the_items_list_and_an_unrated_item_reads_so(
     (item,) = stored(served, [("The nightly backup job writes to bucket nightly-7.", "output")])
     log_in(page, served, then="/search?q=where+does+the+nightly+backup+go")
     card = page.locator(f"[data-testid=result][data-item-id='{item}']")
-    expect(card).to_contain_text("retrieved 1\u00d7")  # this search counted
+    # Looking does not change the data: the console's own search is not a retrieval.
+    expect(card).to_contain_text("retrieved 0\u00d7")
     expect(card.locator("tr[data-factor=usefulness]")).to_contain_text("not rated yet")
     expect(card.locator("tr[data-factor=usefulness] svg")).to_have_count(0)  # no half bar
     expect(card.get_by_test_id("usefulness").locator("..")).to_contain_text("(not rated yet)")
     page.goto(served.console + "/items?type=output")
     row = page.locator(f"[data-testid=item-row][data-item-id='{item}']")
-    expect(row.locator("td").nth(7)).to_have_text("1")  # the retrieved column
+    expect(row.locator("td").nth(7)).to_have_text("0")  # the retrieved column agrees
 
 
 def test_health_leaves_a_configured_off_actor_without_an_error_and_items_filter_by_iteration(
