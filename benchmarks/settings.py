@@ -10,9 +10,12 @@ from ralph_context import Settings
 __all__ = ["store_settings"]
 
 
-def store_settings(store: Path, **sections: Mapping[str, object]) -> Settings:
-    """Defaults (plus environment) with a project store at ``store`` and ``sections``
+def store_settings(
+    store: Path, *, config: Path | None = None, **sections: Mapping[str, object]
+) -> Settings:
+    """Defaults (plus environment; plus ``config``'s file when given, whose folder a
+    relative ``store`` is then under) with a project store at ``store`` and ``sections``
     overridden, e.g. ``lifecycle={"auto_run": False}``."""
-    return Settings.load(None).with_overrides(
+    return Settings.load(config).with_overrides(
         storage={"backend": "lancedb", "persistence": "project", "path": str(store)}, **sections
     )

@@ -53,8 +53,8 @@ class ReaderAgent:
         if misleading:
             return Action.attempt(answers | {fact.id: misleading[0]})
         if self.rng.random() < self.guess_rate:
-            heard = [d.answer for d in task.distractors if d.fact == fact.id]
-            return Action.attempt(answers | {fact.id: self.rng.choice([*heard, fact.answer])})
+            heard = [*task.decoys(fact.id), fact.answer]
+            return Action.attempt(answers | {fact.id: self.rng.choice(heard)})
         return Action.explore(fact.id)
 
 

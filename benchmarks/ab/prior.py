@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.ab.suite import CodeChange, HazardKind, Source, Task
+from benchmarks.settings import store_settings
 from ralph_context import ContextType, Engine, NewItem, Settings
 from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder
@@ -33,10 +34,7 @@ def settings_of(project: Path, **sections: dict[str, object]) -> Settings:
     config = project / "ralph.yaml"
     if not config.exists():
         config.write_text("learning:\n  mcp_context:\n    enabled: true\n", encoding="utf-8")
-    return Settings.load(config).with_overrides(
-        storage={"backend": "lancedb", "persistence": "project", "path": ".agent/store"},
-        **sections,
-    )
+    return store_settings(Path(".agent/store"), config=config, **sections)
 
 
 def make_project(task: Task, project: Path) -> None:

@@ -258,11 +258,16 @@ class Task(_Model):
     def fact(self, fact_id: str) -> Fact:
         return next(f for f in self.facts if f.id == fact_id)
 
+    def decoys(self, fact_id: str) -> list[str]:
+        """The wrong answers to ``fact_id`` any run may come across: its distractors'."""
+        return [d.answer for d in self.distractors if d.fact == fact_id]
+
     def heard(self, fact_id: str) -> list[str]:
-        """The wrong answers to ``fact_id`` an agent may come across: its distractors' and
-        its hazards'."""
-        wrong = [d.answer for d in self.distractors if d.fact == fact_id]
-        return wrong + [h.answer for h in self.hazards if h.fact == fact_id and h.answer]
+        """The wrong answers to ``fact_id`` an agent may come across: its distractors', and
+        its hazards' (which only memory shows)."""
+        return self.decoys(fact_id) + [
+            h.answer for h in self.hazards if h.fact == fact_id and h.answer
+        ]
 
     def wrong_answers(self) -> list[str]:
         """Every distractor's and hazard's answer."""
