@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,12 +12,13 @@ from benchmarks.retrieval.grading import Flat
 from benchmarks.retrieval.longmemeval import load_questions
 from benchmarks.retrieval.paraphrase_types import Store, parse_items, parse_queries
 from benchmarks.retrieval.pools import (
+    Pool,
     collect_longmemeval,
     collect_paraphrases,
     open_settings,
     read_pool,
 )
-from ralph_context import Engine, NewItem
+from ralph_context import Engine, NewItem, Settings
 from ralph_context.arguments import MAX_TOKENS
 from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder
@@ -41,6 +43,30 @@ QUESTIONS = (
     "what happens when the payment provider is unavailable?",
 )
 
+
+async def thread_and_skills_pools(
+    settings: Settings,
+    loader: Callable[[EmbeddingsSettings], LocalEmbedder],
+    questions: Sequence[str],
+    *,
+    group: Callable[[str], str],
+) -> list[Pool]:
+    """The pools of ``questions`` over a store holding a thread (neighbour evidence) and
+    loose skills (no neighbours)."""
+    async with Engine(settings, model_loader=loader) as engine:
+        await engine.store_many(
+            [NewItem(t, "iteration", source="chat", iteration=1) for t in THREAD]
+        )
+        await engine.store_many([NewItem(t, "skill") for t in LOOSE])
+        items = (await engine.stats()).items
+        return [
+            await read_pool(
+                engine, q, dataset="t", group=group(q), items=items, groups=[], evidence=0
+            )
+            for q in questions
+        ]
+
+
 # The grader's scores drive the fit; one harness backend is enough.
 pytestmark = [pytest.mark.model, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
@@ -52,17 +78,7 @@ async def test_the_grader_ranks_a_pool_exactly_as_engine_search_does(
         return embedder
 
     settings = open_settings(tmp_path / "store")
-    async with Engine(settings, model_loader=loader) as engine:
-        # A thread (neighbour evidence) and loose skills (no neighbours).
-        await engine.store_many(
-            [NewItem(t, "iteration", source="chat", iteration=1) for t in THREAD]
-        )
-        await engine.store_many([NewItem(t, "skill") for t in LOOSE])
-        items = (await engine.stats()).items
-        pools = [
-            await read_pool(engine, q, dataset="t", group="g", items=items, groups=[], evidence=0)
-            for q in QUESTIONS
-        ]
+    pools = await thread_and_skills_pools(settings, loader, QUESTIONS, group=lambda _: "g")
     served = []
     # The engine as clients get it (the gate closed again), ranking only.
     async with Engine(

@@ -19,12 +19,13 @@ from benchmarks.push.everyday import load_prompts
 from benchmarks.push.replay import served_from_pools
 from benchmarks.push.table import Table
 from benchmarks.retrieval.paraphrase_data import STORES
-from benchmarks.retrieval.pools import open_settings, read_pool
-from ralph_context import Engine, NewItem
+from benchmarks.retrieval.pools import open_settings
+from ralph_context import Engine
 from ralph_context.config import EmbeddingsSettings
 from ralph_context.config.retrieval import PushGate
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.retrieval.gate import admits
+from tests.benchmarks.test_pools import thread_and_skills_pools
 from tests.cli.test_cli import cli
 
 
@@ -133,17 +134,6 @@ def test_what_was_served_is_saved_and_read_back(tmp_path: Path) -> None:
     assert load(tmp_path / "asked.jsonl") == asked
 
 
-THREAD = (
-    "What database does the orders service use?",
-    "Postgres 16, through SQLAlchemy's async engine.",
-    "And where do the migrations live?",
-    "In migrations/, run by alembic upgrade head before the API starts.",
-)
-LOOSE = (
-    "The payment client retries twice with exponential backoff on HTTP 503.",
-    "Webhook signatures are HMAC-SHA256 over the raw request body.",
-    "Use ruff format before committing Python code.",
-)
 QUESTIONS = (
     "which database engine do we run?",
     "how are webhook requests verified?",
@@ -160,16 +150,7 @@ async def test_a_replayed_pool_serves_what_the_hooks_search_serves(
         return embedder
 
     settings = open_settings(tmp_path / "store")
-    async with Engine(settings, model_loader=loader) as engine:
-        await engine.store_many(
-            [NewItem(t, "iteration", source="chat", iteration=1) for t in THREAD]
-        )
-        await engine.store_many([NewItem(t, "skill") for t in LOOSE])
-        items = (await engine.stats()).items
-        pools = [
-            await read_pool(engine, q, dataset="t", group=q, items=items, groups=[], evidence=0)
-            for q in QUESTIONS
-        ]
+    pools = await thread_and_skills_pools(settings, loader, QUESTIONS, group=lambda q: q)
     served = served_from_pools(
         pools, settings.with_overrides(retrieval={"min_similarity": 0.15}), max_tokens=60
     )
