@@ -11,11 +11,12 @@ __all__ = ["markdown", "write_outputs"]
 
 def markdown(result: dict[str, Any]) -> str:
     """One row per phase: clients, calls served a second and over the sequential client's,
-    reads' p50/p99/longest, refusals and the Retry-After they carried, the load."""
+    reads' p50/p99/longest, refusals and the Retry-After they carried, the load, the cores
+    other processes used."""
     rows = [
         "| phase | clients | served/s | goodput ratio | read p50 / p99 / max ms | refused "
-        "| Retry-After s | load before → after | quiet |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| Retry-After s | load before → after | others' cores | quiet |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for label, phase in result["phases"].items():
         reads = phase["by_kind"]["search"]
@@ -26,15 +27,15 @@ def markdown(result: dict[str, Any]) -> str:
             f"| {label} | {phase['clients']} | {phase['served_per_second']} "
             f"| {phase.get('goodput_ratio', '-')} | {shown} "
             f"| {phase['refused_429']} of {phase['calls']} | {retry} | {load} "
-            f"| {'yes' if phase['quiet'] else 'no'} |"
+            f"| {phase.get('other_processes_cores', '-')} | {'yes' if phase['quiet'] else 'no'} |"
         )
     met = ", ".join(f"{name}: {'met' if ok else 'missed'}" for name, ok in result["met"].items())
     quiet = result["judged_on_a_quiet_machine"]
     note = (
-        "every phase started on a quiet machine"
+        "other processes used at most 0.2 of a core in every phase (a quiet machine)"
         if quiet
-        else "the machine was busy with other work when a phase started (load above): the "
-        "figures are the server's share of a shared machine, not its targets' conditions"
+        else "other processes used more than 0.2 of a core in a phase (others' cores above): "
+        "the figures are the server's share of a shared machine, not its targets' conditions"
     )
     cpus = result["machine"]["cpus"]
     return "\n".join([*rows, "", f"{met}.", f"{cpus} cores; {note}.", ""])

@@ -17,8 +17,9 @@ it (defaults but for the lifecycle, off as in ``bench latency``), then runs thre
    its calls served a second over the sequential client's (issue 62: at least 0.8), and no
    served read may take over a second.
 
-The load average is read before and after each phase: on a machine others share the
-figures are theirs as much as the server's, and each phase says whether it ran quiet.
+The load average is read before and after each phase, and the cores that processes other
+than the run's own used during it: on a machine others share the figures are theirs as
+much as the server's, and a phase ran quiet when others used at most 0.2 of a core.
 
 Then every acknowledged write is looked up in its own namespace (read-only, beside the
 running server) and in the others: lost, duplicated and leaked writes are counted. The
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import tempfile
 import time
 from collections import Counter
@@ -42,7 +44,8 @@ import numpy as np
 
 from benchmarks.latency.mcp_latency import start_http
 from benchmarks.latency.run import DEFAULT_DATA, Corpus, load_corpus, load_store, percentile
-from benchmarks.serving import cpu_seconds, owner_token_of
+from benchmarks.peer.machine import machine_cpu, tree_cpu_seconds
+from benchmarks.serving import owner_token_of
 from benchmarks.soak.clients import NAMESPACES, run_phase
 from benchmarks.soak.report import markdown, write_outputs
 
@@ -57,9 +60,11 @@ TARGETS = {
     "burst_goodput_ratio": 0.8,
     "burst_read_longest_ms": 1000.0,
 }
-# The 1-minute load average per core under which the machine counts as quiet before a
-# phase (the run's own server and clients add about 2 on two cores once it starts).
-QUIET_LOAD_PER_CORE = 0.5
+# A phase ran on a quiet machine when processes other than the run's own (this one, its
+# client processes, the server and its upkeep child) used at most this many cores on
+# average. The load average cannot tell: the run's own server and clients raise it by 2-3
+# on two cores, and the seeding before the first phase leaves it above 1.
+QUIET_OTHER_CORES = 0.2
 
 
 def phase_summary(records: list[dict[str, Any]], seconds: float) -> dict[str, Any]:
@@ -200,7 +205,8 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             for label, clients, seconds in plan:
                 if clients <= 0:
                     continue
-                server_cpu = cpu_seconds(server.pid)
+                server_cpu, own_cpu = tree_cpu_seconds(server.pid), _own_cpu()
+                machine, clock = machine_cpu(), time.monotonic()
                 load_before = _load()
                 got, client_cpu = run_phase(
                     base,
@@ -213,17 +219,22 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                     token=token,
                 )
                 calls = max(1, len(got))
+                server_used = tree_cpu_seconds(server.pid) - server_cpu
+                others = ((machine_cpu() - machine).busy - server_used - (_own_cpu() - own_cpu)) / (
+                    time.monotonic() - clock
+                )
                 phases[label] = {
                     "clients": clients,
                     "seconds": seconds,
                     "load": {"before": load_before, "after": _load()},
-                    "quiet": load_before[0] <= QUIET_LOAD_PER_CORE * (os.cpu_count() or 1),
+                    "other_processes_cores": round(others, 2),
+                    "quiet": others <= QUIET_OTHER_CORES,
                     **phase_summary(got, seconds),
                     # What one call costs the machine: on two cores, calls/s cannot pass
                     # 2,000 / (server + client) ms, and a call of N clients that call back to
                     # back then waits about N / (calls/s) (Little's law).
                     "cpu_ms_per_call": {
-                        "server": round((cpu_seconds(server.pid) - server_cpu) * 1000 / calls, 1),
+                        "server": round(server_used * 1000 / calls, 1),
                         "clients": round(client_cpu * 1000 / calls, 1),
                     },
                 }
@@ -247,6 +258,14 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         "met": verdict(phases, writes),
         "judged_on_a_quiet_machine": all(phase["quiet"] for phase in phases.values()),
     }
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process and of its reaped children (the client processes)."""
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _load() -> list[float]:
