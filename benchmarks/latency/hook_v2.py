@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.latency.mcp_latency import embeddings_yaml
 from benchmarks.latency.run import percentile
 
 __all__ = ["hook_v2_latency"]
@@ -45,7 +46,7 @@ def _workspace(store: Path, folder: Path) -> Path:
     (folder / "ralph.yml").write_text(
         "memories:\n  enabled: true\n  inject: auto\n  budget: 2000\n"
         f"learning:\n  mcp_context:\n    storage:\n      path: {store}\n"
-        "    lifecycle:\n      auto_run: false\n",
+        "    lifecycle:\n      auto_run: false\n" + embeddings_yaml(),
         encoding="utf-8",
     )
     (folder / "PROMPT.md").write_text("Answer questions about the conversations.\n")

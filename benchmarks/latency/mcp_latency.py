@@ -48,17 +48,24 @@ SERVE = [sys.executable, "-m", "ralph_context", "serve"]
 def write_config(store: Path) -> Path:
     """A server's config for ``store``, with this run's embedding model (``bench latency
     --config``): the store was filled with it, and another would be refused."""
-    embeddings = Settings.load(None).embeddings
     config = store.parent / f"{store.name}.yaml"
     config.write_text(
         f"learning:\n  mcp_context:\n    storage:\n      path: {store}\n"
-        "    lifecycle:\n      auto_run: false\n"
-        f"    embeddings:\n      model: {embeddings.model}\n"
-        f"      timeout_seconds: {embeddings.timeout_seconds}\n"
-        + (f"      model_path: {embeddings.model_path}\n" if embeddings.model_path else ""),
+        "    lifecycle:\n      auto_run: false\n" + embeddings_yaml(),
         encoding="utf-8",
     )
     return config
+
+
+def embeddings_yaml() -> str:
+    """This run's ``embeddings`` section (under ``learning.mcp_context``), for every
+    config a phase writes: a hook or server on the default model would refuse the store."""
+    embeddings = Settings.load(None).embeddings
+    return (
+        f"    embeddings:\n      model: {embeddings.model}\n"
+        f"      timeout_seconds: {embeddings.timeout_seconds}\n"
+        + (f"      model_path: {embeddings.model_path}\n" if embeddings.model_path else "")
+    )
 
 
 # Refusals a client retries after the server's Retry-After (HTTP 429: its adaptive limit on
