@@ -14,7 +14,7 @@ import pytest
 from lancedb.index import FTS
 
 from ralph_context.storage import reads
-from ralph_context.storage.row_cache import RowCache
+from ralph_context.storage.replicas.row_cache import RowCache
 
 TEXTS = [f"note {n}: the deploy waits for the schema migration" for n in range(6)]
 
