@@ -11,7 +11,7 @@ from types import TracebackType
 
 from ralph_context import origin
 from ralph_context._logging import ensure_logging, get_logger
-from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
+from ralph_context.actors.embedding import EmbeddingActor
 from ralph_context.actors.inference import InferenceActor
 from ralph_context.actors.settle import keep_upkeep
 from ralph_context.actors.storage.actor import StorageActor
@@ -20,6 +20,7 @@ from ralph_context.codebase import Repository, Worktrees, anchor
 from ralph_context.config import EmbeddingsSettings, Settings
 from ralph_context.config.owner_token import forward_token
 from ralph_context.embeddings.local import LocalEmbedder, Vectors, load_embedder
+from ralph_context.engine.documents import DocumentChunks
 from ralph_context.engine.health import EngineHealth
 from ralph_context.errors import ActorUnavailable, RalphContextError, StoreError
 from ralph_context.lifecycle.actor import LifecycleActor, RunLifecycle
@@ -38,7 +39,7 @@ log = get_logger("ralph_context.engine")
 
 
 NOT_STARTED = "the engine is not started (use `async with Engine(...)`)"
-# Texts per embedding request: ~3 s of work here, far inside the per-call deadline.
+# Items a backfill round embeds (in chunks of ``documents``) before it looks again.
 EMBED_CHUNK = 256
 # Scoring is pure arithmetic on a few hundred candidates (~1 ms); past this the actor is
 # stuck and retrieval scores inline instead.
@@ -72,6 +73,8 @@ class EngineWiring:
         self._skillbook: SkillbookSync | None = None
         # A background backfill is running (see persist).
         self._backfilling = False
+        # The embedding model's measured speed, which sizes each chunk of stored texts.
+        self._chunks = DocumentChunks()
         self._iteration = 0
         # Searches and stores in flight: lifecycle steps wait until there are none.
         self.foreground = Foreground()
@@ -313,24 +316,16 @@ class EngineWiring:
             self._backfilling = False
 
     async def embed_documents(self, texts: list[str]) -> list[Vectors | None]:
-        """One vector per text, ``None`` where embedding failed (stored raw, found by text).
-
-        Sent in chunks, each with its own deadline, so a large ``store_many`` is not mistaken
-        for a dead model.
-        """
-        vectors: list[Vectors | None] = [None] * len(texts)
+        """One vector per text, ``None`` where embedding failed (stored raw, found by text);
+        in chunks sized to the model's speed, each with its own deadline (``documents``)."""
         if self.semantic_unavailable() is not None:
-            return vectors
+            return [None] * len(texts)
         embedding = self.require_embedding()
-        for start in range(0, len(texts), EMBED_CHUNK):
-            chunk = texts[start : start + EMBED_CHUNK]
-            try:
-                matrix = await embedding.call(EmbedRequest(tuple(chunk)), timeout=self._timeout)
-            except ActorUnavailable as exc:
-                log.warning("stored_without_vector", count=len(chunk), reason=str(exc))
-                continue
-            vectors[start : start + len(chunk)] = list(matrix)
-        return vectors
+        return await self._chunks.embed(
+            lambda request, deadline: embedding.call(request, timeout=deadline),
+            texts,
+            self._timeout,
+        )
 
     async def _backfill(self) -> int:
         """Embed items stored while the model was missing, so semantic search sees them

@@ -55,3 +55,18 @@ async def test_the_mcp_entry_and_the_hooks_share_the_projects_server(project: Pa
             assert "ops/release branch on Fridays" in context
             found = await call(client, "get_relevant_context", query="zorblax release branch")
     assert stored["id"] in json.dumps(found)
+
+
+def test_the_bridge_exits_when_its_stdin_closes_before_any_message(project: Path) -> None:
+    """An agent that starts its MCP entry and closes it at once (or dies) leaves no bridge
+    behind: before, with nothing relayed, the stdio side waited forever for its stream."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ralph_context", "serve", "--shared"],
+        input=b"",  # a pipe, closed at once
+        capture_output=True,
+        cwd=project,
+        env=agent_env(),
+        timeout=180,  # the shared server's start, then the bridge's exit
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"stdio bridged to" in done.stderr

@@ -99,11 +99,18 @@ async def _relay(note: ServerNote) -> None:
     ):
 
         async def pump(source: ReadStream[Any], sink: WriteStream[Any]) -> None:
-            async for message in source:
-                if isinstance(message, Exception):
-                    sys.stderr.write(f"ralph-context: bridge: {message}\n")
-                    continue
-                await sink.send(message)
+            # The sink is closed however the pump ends: the stdio side's writer (and the
+            # HTTP client's) waits for its stream to close before the bridge may exit, and
+            # with no message relayed nobody else closes it (the bridge hung on an empty
+            # stdin).
+            try:
+                async for message in source:
+                    if isinstance(message, Exception):
+                        sys.stderr.write(f"ralph-context: bridge: {message}\n")
+                        continue
+                    await sink.send(message)
+            finally:
+                await sink.aclose()
             group.cancel_scope.cancel()
 
         async def keep_alive() -> None:
