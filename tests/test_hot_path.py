@@ -26,7 +26,7 @@ from ralph_context import (
 from ralph_context.actors.storage.actor import FlushUsage, StorageActor
 from ralph_context.embeddings.local import BULK_TEXTS, LocalEmbedder
 from ralph_context.engine import wiring
-from ralph_context.storage import upkeep_worker
+from ralph_context.storage.maintenance import upkeep_worker
 from ralph_context.storage.maintenance.upkeep_worker import UpkeepWorker
 from ralph_context.storage.table.pack_space import PackSpace
 from tests.helpers import Loader, SettingsFactory

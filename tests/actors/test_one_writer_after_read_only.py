@@ -18,7 +18,7 @@ import pytest
 
 from ralph_context import Engine, StoreError, StoreUnwritable
 from ralph_context.actors.storage.unwritable import READ_ONLY
-from ralph_context.storage import threads
+from ralph_context.storage.table import threads
 from ralph_context.storage.table.schema import ITEMS
 from ralph_context.storage.writer_lock import LOCK_FILE
 from tests.disk_faults import immutable

@@ -21,8 +21,8 @@ import pytest
 
 from ralph_context import Engine
 from ralph_context.runtime import Foreground
-from ralph_context.storage import upkeep_worker
 from ralph_context.storage.lance_store import LanceStore
+from ralph_context.storage.maintenance import upkeep_worker
 from ralph_context.storage.maintenance.give_way import GiveWay
 from tests.helpers import Loader, SettingsFactory
 from tests.storage.test_lance_store import _random_items

@@ -16,7 +16,7 @@ from ralph_context.actors.storage.upkeep import StorageUpkeep
 from ralph_context.config import StorageSettings
 from ralph_context.errors import StoreLocked
 from ralph_context.object_location import Location
-from ralph_context.storage import damage
+from ralph_context.storage.integrity import damage
 from ralph_context.storage.lance_store import LanceStore
 
 __all__ = ["StorageReopen"]

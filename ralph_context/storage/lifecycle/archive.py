@@ -27,9 +27,9 @@ from lancedb.index import Bitmap
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
 from ralph_context.object_location import Location
-from ralph_context.storage import json_metadata, reads
 from ralph_context.storage.maintenance.index_merge import merge_deltas
 from ralph_context.storage.maintenance.upkeep import build_vector_index, tidy
+from ralph_context.storage.table import json_metadata, reads
 from ralph_context.storage.table.filters import ItemFilter
 from ralph_context.storage.table.schema import item_from_row, item_to_row, items_schema, writable
 from ralph_context.storage.table.vectors import partitions, probes, vector_matrix

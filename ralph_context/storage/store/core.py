@@ -24,7 +24,8 @@ from ralph_context._logging import get_logger
 from ralph_context.errors import ModelMismatch, StoreDamaged, StoreError, StoreUnwritable
 from ralph_context.models import ContextItem
 from ralph_context.object_location import Location, ObjectLocation
-from ralph_context.storage import damage, json_metadata, private, threads, writer_lock
+from ralph_context.storage import private, writer_lock
+from ralph_context.storage.integrity import damage
 from ralph_context.storage.integrity.checksums import Ledger
 from ralph_context.storage.lifecycle.archive import ArchiveStore
 from ralph_context.storage.lifecycle.tombstones import TOMBSTONES, Tombstones, tombstones_schema
@@ -35,6 +36,7 @@ from ralph_context.storage.meta import REINDEX_HINT, StoreRecord, reconcile
 from ralph_context.storage.replicas.lease import MaintenanceLease
 from ralph_context.storage.replicas.row_cache import RowCache
 from ralph_context.storage.store_key import StoreKey
+from ralph_context.storage.table import json_metadata, threads
 from ralph_context.storage.table.filters import ItemFilter
 from ralph_context.storage.table.pack_space import PackSpace
 from ralph_context.storage.table.requests import REQUEST_KEYS, RequestLog, request_keys_schema

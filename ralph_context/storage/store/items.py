@@ -14,10 +14,10 @@ import pyarrow.compute as pc
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import IdempotencyConflict, ItemForgotten, ItemNotFound
 from ralph_context.models import ContextItem
-from ralph_context.storage import reads, threads
 from ralph_context.storage.integrity.salvage import Salvage
 from ralph_context.storage.lifecycle.tombstones import ID, KEY
 from ralph_context.storage.store.core import StoreCore
+from ralph_context.storage.table import reads, threads
 from ralph_context.storage.table.filters import ItemFilter
 from ralph_context.storage.table.schema import item_to_row
 from ralph_context.storage.table.vectors import vector_list, vector_matrix

@@ -13,10 +13,10 @@ import pyarrow as pa
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ITERATION_ERROR_TAG, ContextItem, ContextState, ContextType
-from ralph_context.storage import reads
 from ralph_context.storage.lifecycle.archive import ArchivedItem
 from ralph_context.storage.store.items import StoreItems
 from ralph_context.storage.store.iterations import StoreIterations
+from ralph_context.storage.table import reads
 from ralph_context.storage.table.filters import DueFilter, ForgetSelection, ItemFilter
 from ralph_context.storage.table.schema import item_to_row
 from ralph_context.storage.table.usage import Usage

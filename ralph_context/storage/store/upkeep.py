@@ -16,12 +16,14 @@ import lance
 
 from ralph_context import namespaces
 from ralph_context._logging import get_logger
-from ralph_context.storage import integrity, reads, upkeep_worker
+from ralph_context.storage.integrity import checks as integrity
 from ralph_context.storage.integrity.checksums import Ledger
+from ralph_context.storage.maintenance import upkeep_worker
 from ralph_context.storage.maintenance.index_merge import INDEX as VECTOR_INDEX
 from ralph_context.storage.maintenance.index_merge import merge_deltas
 from ralph_context.storage.maintenance.upkeep import build_vector_index, in_memory, tidy
 from ralph_context.storage.store.core import TEXT_BEARING, TEXT_INDEX, StoreCore
+from ralph_context.storage.table import reads
 from ralph_context.storage.table.tally import counts
 from ralph_context.storage.table.vectors import partitions, probes
 
