@@ -16,7 +16,7 @@ from ralph_context.config import RetrievalSettings
 from ralph_context.errors import InvalidInput
 from ralph_context.metadata_filter import MetadataCondition, check_metadata_filter
 from ralph_context.models import ContextItem, ContextState, ContextType, JsonValue
-from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.table.filters import ItemFilter
 from ralph_context.validation import (
     check_content,
     check_context_type,

@@ -142,7 +142,7 @@ class IdempotencyConflict(InvalidInput):
 class ItemForgotten(InvalidInput):
     """A write would bring back what a forget deleted: a retry with the idempotency key of
     a forgotten item, an item of a forgotten id, or a capture the hooks spooled before the
-    forget. Forget is final (``storage.tombstones``); nothing was stored. ``import
+    forget. Forget is final (``storage.lifecycle.tombstones``); nothing was stored. ``import
     --include-forgotten`` is the one way to bring forgotten items back."""
 
     # In every message, as IdempotencyConflict's mark (a tool error carries text only).

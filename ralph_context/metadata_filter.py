@@ -9,7 +9,7 @@ backslash or control character inside it orders as its JSON escape.
 
 Conditions arrive from three places and are checked here once: the MCP tool (a list of
 ``{"key", "op", "value"}`` objects), the Python API (the same, or :class:`MetadataCondition`)
-and the CLI (``--where "priority >= 2"``). ``storage/filters.py`` turns them into LanceDB
+and the CLI (``--where "priority >= 2"``). ``storage/table/filters.py`` turns them into LanceDB
 clauses from these typed values; nothing a caller typed reaches a clause raw.
 """
 

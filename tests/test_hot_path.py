@@ -23,12 +23,12 @@ from ralph_context import (
     NewItem,
     Tier,
 )
-from ralph_context.actors.storage import FlushUsage, StorageActor
+from ralph_context.actors.storage.actor import FlushUsage, StorageActor
 from ralph_context.embeddings.local import BULK_TEXTS, LocalEmbedder
 from ralph_context.engine import wiring
-from ralph_context.storage import upkeep_worker
-from ralph_context.storage.pack_space import PackSpace
-from ralph_context.storage.upkeep_worker import UpkeepWorker
+from ralph_context.storage.maintenance import upkeep_worker
+from ralph_context.storage.maintenance.upkeep_worker import UpkeepWorker
+from ralph_context.storage.table.pack_space import PackSpace
 from tests.helpers import Loader, SettingsFactory
 
 

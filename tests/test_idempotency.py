@@ -16,9 +16,9 @@ import pytest
 
 from ralph_context import Engine, IdempotencyConflict, InvalidInput
 from ralph_context.models import ContextItem, ContextType, IterationResult
-from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
-from ralph_context.storage.requests import REQUEST_KEYS, Claim, request_keys_schema
+from ralph_context.storage.table.filters import ItemFilter
+from ralph_context.storage.table.requests import REQUEST_KEYS, Claim, request_keys_schema
 from tests.helpers import Loader, SettingsFactory, files_holding, unit
 from tests.server.mcp_scenario import call, error_of
 from tests.server_process import stdio_server

@@ -50,8 +50,8 @@ from benchmarks.latency.targets import TARGETS, summary
 from benchmarks.settings import store_settings
 from ralph_context import Engine, Settings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
-from ralph_context.storage.uring import kernel_allows, uring_uri
-from ralph_context.storage.vectors import probes
+from ralph_context.storage.table.uring import kernel_allows, uring_uri
+from ralph_context.storage.table.vectors import probes
 
 __all__ = ["NO_PLOT", "TARGETS", "markdown", "measure", "write_outputs"]
 
@@ -81,7 +81,7 @@ def rss_mb() -> float:
 
 def floor(store: Path, embedder: LocalEmbedder, questions: list[str]) -> dict[str, Any]:
     """Raw query embedding, raw Lance vector and full-text queries, per question: the same
-    library calls a search makes (``storage.uring``: the table as a Lance dataset, through
+    library calls a search makes (``storage.table.uring``: the table as a Lance dataset, through
     io_uring where the kernel allows it), without the engine around them."""
     path = store / "context_items.lance"
     dataset = lance.dataset(uring_uri(path) if kernel_allows() else str(path))

@@ -27,10 +27,10 @@ from ralph_context.config import EmbeddingsSettings
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.errors import ModelMismatch
 from ralph_context.models import ContextItem, ContextType
-from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
 from ralph_context.storage.reindex import reindex_store
-from ralph_context.storage.schema import ITEMS
+from ralph_context.storage.table.filters import ItemFilter
+from ralph_context.storage.table.schema import ITEMS
 
 __all__ = ["check", "main"]
 

@@ -2,8 +2,9 @@
 the whole machine's, so a run can say how much of the machine was someone else's.
 
 Our server starts a low-priority child for its store's upkeep
-(``ralph_context.storage.upkeep_worker``): its CPU is the server's too, so a server's CPU is
-its process tree's (the live processes' own time plus what their reaped children used).
+(``ralph_context.storage.maintenance.upkeep_worker``): its CPU is the server's too, so a
+server's CPU is its process tree's (the live processes' own time plus what their reaped
+children used).
 """
 
 from __future__ import annotations

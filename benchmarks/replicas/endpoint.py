@@ -20,7 +20,7 @@ import httpx
 
 from benchmarks.serving import cpu_seconds, free_port, wait_until_serving
 from ralph_context.object_location import ObjectLocation
-from ralph_context.storage.schema import ITEMS
+from ralph_context.storage.table.schema import ITEMS
 
 __all__ = ["Endpoint", "Requests", "capacity", "local_endpoint", "moto_server", "upload"]
 

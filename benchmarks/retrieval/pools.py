@@ -34,7 +34,7 @@ from ralph_context import ContextType, Engine, Settings
 from ralph_context.embeddings.local import LocalEmbedder
 from ralph_context.retrieval.retriever import CANDIDATE_FACTOR, LEXICAL_FACTOR, Candidates
 from ralph_context.retrieval.scoring import SKILL_DECAY_RATIO, Candidate, item_tokens
-from ralph_context.storage.threads import place
+from ralph_context.storage.table.threads import place
 
 __all__ = [
     "K",

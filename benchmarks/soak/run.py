@@ -118,8 +118,8 @@ def _stats(values: list[float]) -> dict[str, float]:
 def check_writes(root: Path, records: list[dict[str, Any]]) -> dict[str, int]:
     """Acknowledged writes found in their namespace, lost, duplicated, or seen elsewhere."""
     from ralph_context import namespaces
-    from ralph_context.storage.filters import ItemFilter
     from ralph_context.storage.lance_store import LanceStore
+    from ralph_context.storage.table.filters import ItemFilter
 
     written = [r for r in records if r["kind"] == "write" and "id" in r]
     found: dict[str, list[Any]] = {}

@@ -51,8 +51,8 @@ async def _write(url: str, writer: str, count: int) -> list[str]:
 
 def two_writers(store: Path, per_writer: int) -> dict[str, Any]:
     """Run the server and two client processes on ``store``; the counts."""
-    from ralph_context.storage.filters import ItemFilter
     from ralph_context.storage.lance_store import LanceStore
+    from ralph_context.storage.table.filters import ItemFilter
 
     store.mkdir(parents=True, exist_ok=True)
     config = write_config(store)

@@ -97,7 +97,7 @@ def keep_upkeep(
     """Run a writable store's upkeep beside the engine, in ``supervisor``'s background
     tasks: the settling passes (when the loop is calm), the maintenance that fell due while
     it was busy (once it is quiet, or after ``calm_at_most`` seconds), and the probe that
-    resumes writes a full or unwritable disk refused (``actors.storage_unwritable``)."""
+    resumes writes a full or unwritable disk refused (``actors.storage.unwritable``)."""
     supervisor.background(
         lambda: settle_store(storage, retention_seconds, lambda: foreground.calm), name="settle"
     )

@@ -1,5 +1,5 @@
-"""``ralph-context verify`` and ``repair``: damage found and contained (``storage.integrity``,
-``storage.damage``).
+"""``ralph-context verify`` and ``repair``: damage found and contained
+(``storage.integrity.checks``, ``storage.integrity.damage``).
 
 ``verify`` reads what the store's files can tell (manifests, every referenced file, the
 checksums sealed at commit, every fragment's rows and vectors) without opening the store,
@@ -38,7 +38,7 @@ def _folders(settings: Settings) -> list[Path]:
 def quick_check(folder: Path) -> dict[str, Any]:
     """``health``'s look at the store's files: the latest manifests, every referenced file
     there and of its size, the checksums of files changed since they were sealed."""
-    from ralph_context.storage.integrity import check_store
+    from ralph_context.storage.integrity.checks import check_store
 
     return check_store(folder).as_dict()
 
@@ -54,7 +54,7 @@ def verify(
     """Check the store's files for damage: every manifest, every referenced file present
     and of its size and checksum, every fragment readable with its rows, every vector
     finite, of the model's dimension and of unit length. Exits 1 if anything is wrong."""
-    from ralph_context.storage.integrity import check_store
+    from ralph_context.storage.integrity.checks import check_store
     from ralph_context.storage.meta import StoreRecord
 
     settings = load_settings(config, log_level)
@@ -90,7 +90,7 @@ def repair(
 ) -> None:
     """Make each damaged table's newest readable version current (the unreadable manifests
     move to damaged/ in the store's folder) and report what the lost versions held."""
-    from ralph_context.storage.damage import repair as repair_store
+    from ralph_context.storage.integrity.damage import repair as repair_store
 
     settings = load_settings(config, log_level)
     try:

@@ -51,11 +51,11 @@ class StorageSettings(Section):
     # tier); maintenance gets ten times as long.
     timeout_seconds: float = Field(default=30.0, gt=0, allow_inf_nan=False)
     # LanceDB's index and metadata caches in MB; unset, from the store's size (the larger of
-    # max_size_mb and its size on disk when opened: 30% and 5%), see storage/caches.py.
+    # max_size_mb and its size on disk when opened: 30% and 5%), see storage/maintenance/caches.py.
     index_cache_mb: int | None = Field(default=None, ge=1, le=1_048_576)
     metadata_cache_mb: int | None = Field(default=None, ge=1, le=1_048_576)
     # A local store's searches read through Lance's io_uring reader where the kernel allows
-    # it (a third less CPU per query here; storage/uring.py); false: the plain path (reads
+    # it (a third less CPU per query here; storage/table/uring.py); false: the plain path (reads
     # handed to tokio's thread pool).
     io_uring: bool = True
     # Whose memory this is, within the store (see ralph_context.namespaces).

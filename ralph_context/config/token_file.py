@@ -2,7 +2,7 @@
 
 Both sides of a store's replicas need it: the HTTP server checks the tokens it is sent
 (``server.tokens`` keeps only their digests), and a replica sends one of them when it
-forwards a write to the replica that commits the store's writes (``storage.forwarding``),
+forwards a write to the replica that commits the store's writes (``storage.replicas.forwarding``),
 which reads the same file (replicas share their settings). A token is never logged or put
 in an error: errors name the file and line.
 """

@@ -23,7 +23,7 @@ from typing import Self, TypeVar
 
 from ralph_context.actors.embedding import EmbeddingActor
 from ralph_context.actors.inference import InferenceActor
-from ralph_context.actors.storage import StorageActor
+from ralph_context.actors.storage.actor import StorageActor
 from ralph_context.arguments import MAX_CANDIDATES, MAX_ITEMS, MAX_QUERY_CHARS, NewItem, check_query
 from ralph_context.codebase import Worktrees
 from ralph_context.config import EmbeddingsSettings, Settings
@@ -47,10 +47,10 @@ from ralph_context.observed import Observations
 from ralph_context.privacy import Redactor
 from ralph_context.retrieval.retriever import Candidates
 from ralph_context.runtime import Foreground, Supervisor
-from ralph_context.storage.filters import ItemFilter
-from ralph_context.storage.forwarding import Forwarded
 from ralph_context.storage.lance_store import MaintenanceReport, StoreStats
-from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.replicas.forwarding import Forwarded
+from ralph_context.storage.table.filters import ItemFilter
+from ralph_context.storage.table.pack_space import PackSpace
 from ralph_context.validation import check_content, check_int, check_tags
 
 __all__ = ["Engine", "EngineHealth", "ItemPage", "NewItem"]

@@ -32,7 +32,7 @@ class EngineHealth:
     redaction: bool = True
     redacted: Mapping[str, int] = field(default_factory=dict)
     # Why writes are refused while the store is served read-only (a full or unwritable
-    # disk: see ``actors.storage_unwritable``); None while writes work.
+    # disk: see ``actors.storage.unwritable``); None while writes work.
     write_error: str | None = None
 
     @property

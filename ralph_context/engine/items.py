@@ -15,7 +15,7 @@ from typing import Protocol, TypeVar
 import anyio.lowlevel
 import numpy as np
 
-from ralph_context.actors.storage import StorageActor
+from ralph_context.actors.storage.actor import StorageActor
 from ralph_context.arguments import NewItem, check_browse
 from ralph_context.config import Settings
 from ralph_context.embeddings.local import Vectors
@@ -24,12 +24,12 @@ from ralph_context.errors import InvalidInput, ItemNotFound, StoreError
 from ralph_context.models import ContextItem, ContextState, ContextType, JsonValue
 from ralph_context.privacy import Redactor
 from ralph_context.runtime import Foreground
-from ralph_context.storage.filters import ItemFilter
-from ralph_context.storage.forwarding import Forwarded
 from ralph_context.storage.lance_store import MaintenanceReport, StoreStats
-from ralph_context.storage.pack_space import PackSpace
-from ralph_context.storage.requests import item_fingerprint
-from ralph_context.storage.store_items import forgotten_key
+from ralph_context.storage.replicas.forwarding import Forwarded
+from ralph_context.storage.store.items import forgotten_key
+from ralph_context.storage.table.filters import ItemFilter
+from ralph_context.storage.table.pack_space import PackSpace
+from ralph_context.storage.table.requests import item_fingerprint
 from ralph_context.validation import (
     check_content,
     check_int,
@@ -96,7 +96,7 @@ class Items:
         If the embedding model is unavailable the item is stored without a vector and stays
         findable by the text tier. With ``idempotency_key``, a call repeating the key and
         the arguments of an earlier one returns the item that one stored and writes nothing
-        (a client that timed out retries safely; see ``storage.requests``).
+        (a client that timed out retries safely; see ``storage.table.requests``).
 
         ``source`` names the thread the item belongs to (a conversation, a session, a
         task): with the same ``iteration``, items of one source stored one after another
@@ -111,7 +111,7 @@ class Items:
                 key that is not 1-200 characters of text. Nothing is stored.
             IdempotencyConflict: The key was used before with other arguments.
             ItemForgotten: The key's item was forgotten since: a retry does not bring it
-                back (``storage.tombstones``).
+                back (``storage.lifecycle.tombstones``).
             ActorUnavailable: The store itself is down.
         """
         entry = NewItem(content, content_type, tags, metadata, source, iteration)
@@ -185,7 +185,7 @@ class Items:
         fingerprint: str | None = None,
     ) -> Forwarded | None:
         """Commit another replica's write here, where the store's writes are committed
-        (``storage.forwarding``): its items (one with ``key``) as that replica built and
+        (``storage.replicas.forwarding``): its items (one with ``key``) as that replica built and
         embedded them, checked again; ``None`` when this replica does not commit the store's
         writes now (the sender then commits it itself).
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from ralph_context._logging import get_logger
-from ralph_context.actors.storage import StorageActor
+from ralph_context.actors.storage.actor import StorageActor
 from ralph_context.arguments import NewItem, check_iteration_step
 from ralph_context.config import Settings
 from ralph_context.engine.replay import refuse_replayed
@@ -42,8 +42,8 @@ from ralph_context.observed import Observations
 from ralph_context.privacy import Redactor
 from ralph_context.runtime import Foreground
 from ralph_context.skillbook.sync import SkillbookSync
-from ralph_context.storage.filters import ItemFilter
-from ralph_context.storage.requests import iteration_fingerprint
+from ralph_context.storage.table.filters import ItemFilter
+from ralph_context.storage.table.requests import iteration_fingerprint
 from ralph_context.validation import (
     check_int,
     check_item_id,
@@ -263,11 +263,11 @@ class IterationLoop:
         their rows, vectors, usage counters, archived originals and idempotency keys; with
         a selection by iteration alone, those iterations' records too; a record whose error
         item goes is cleared (see ``forgetting``). They leave tombstones (ids and keyed
-        digests, no text: ``storage.tombstones``), so no import, keyed retry, replica or
+        digests, no text: ``storage.lifecycle.tombstones``), so no import, keyed retry, replica or
         spooled capture brings them back. Then the store is scrubbed (``LanceStore.scrub``),
         also when nothing is selected now (what an earlier delete left goes): no tool,
         resource or search returns them, and no file of the store holds them. A crash
-        before the end is finished when the store next opens (``storage.store_forget``).
+        before the end is finished when the store next opens (``storage.store.forget``).
 
         Raises:
             InvalidInput: No selector, or a bad one; nothing is deleted.

@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 
-from ralph_context.actors.storage import StorageActor
+from ralph_context.actors.storage.actor import StorageActor
 from ralph_context.errors import ItemForgotten
 from ralph_context.models import ContextItem
-from ralph_context.storage.tombstones import CONTENT
+from ralph_context.storage.lifecycle.tombstones import CONTENT
 
 __all__ = ["refuse_replayed", "replayed_since"]
 

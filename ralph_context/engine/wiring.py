@@ -14,7 +14,7 @@ from ralph_context._logging import ensure_logging, get_logger
 from ralph_context.actors.embedding import EmbeddingActor
 from ralph_context.actors.inference import InferenceActor
 from ralph_context.actors.settle import keep_upkeep
-from ralph_context.actors.storage import StorageActor
+from ralph_context.actors.storage.actor import StorageActor
 from ralph_context.arguments import NewItem, build_item
 from ralph_context.codebase import Repository, Worktrees, anchor
 from ralph_context.config import EmbeddingsSettings, Settings

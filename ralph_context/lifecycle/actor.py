@@ -18,7 +18,7 @@ import anyio
 from ralph_context._logging import get_logger
 from ralph_context.actors.embedding import EmbeddingActor
 from ralph_context.actors.inference import InferenceActor
-from ralph_context.actors.storage import StorageActor
+from ralph_context.actors.storage.actor import StorageActor
 from ralph_context.config import Settings
 from ralph_context.errors import RalphContextError
 from ralph_context.lifecycle.policy import (
@@ -34,8 +34,8 @@ from ralph_context.models import ContextState
 from ralph_context.observed import Observations, PassRecord
 from ralph_context.privacy import Redactor
 from ralph_context.runtime import Actor, Envelope, Foreground
-from ralph_context.storage.filters import DueFilter
-from ralph_context.storage.store_upkeep import ANOTHER_REPLICA
+from ralph_context.storage.store.upkeep import ANOTHER_REPLICA
+from ralph_context.storage.table.filters import DueFilter
 
 __all__ = [
     "LifecycleActor",

@@ -3,8 +3,8 @@
 The lifecycle prunes by age and usefulness; a user who stored a secret, or a loop that
 learned something wrong, needs to delete chosen items now, live or archived, with nothing
 left that a tool, resource or search could return, nor on disk (the store is scrubbed
-afterwards: ``LanceStore.scrub``), nor again (it leaves tombstones: ``storage.tombstones``).
-The selectors combine with AND (items with these ids, of
+afterwards: ``LanceStore.scrub``), nor again (it leaves tombstones:
+``storage.lifecycle.tombstones``). The selectors combine with AND (items with these ids, of
 these types, carrying one of these tags, created before that iteration, created in one of
 these iterations); at least one is required, so a call cannot forget everything by
 accident.
@@ -25,7 +25,7 @@ tables when a store opens, start from the newest one left: the loop reports its 
 numbers, so the next iteration it records moves the clock on again.
 
 The validated selection, ``ForgetSelection``, lives beside the store's other filters
-(``storage/filters.py``), since the store runs it; it is named here too.
+(``storage/table/filters.py``), since the store runs it; it is named here too.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from ralph_context.errors import InvalidInput
 from ralph_context.models import MAX_ITERATION, ContextType
-from ralph_context.storage.filters import ForgetSelection
+from ralph_context.storage.table.filters import ForgetSelection
 from ralph_context.validation import check_context_types, check_int, check_item_id, check_tags
 
 __all__ = [

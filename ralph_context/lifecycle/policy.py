@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from ralph_context.config import LifecycleSettings
 from ralph_context.models import ContextState
-from ralph_context.storage.archive import ArchivedItem
 from ralph_context.storage.lance_store import AgeRow
+from ralph_context.storage.lifecycle.archive import ArchivedItem
 
 __all__ = ["Plan", "plan_lifecycle", "plan_prune", "plan_summarize", "state_for_age", "victims"]
 

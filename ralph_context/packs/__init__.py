@@ -1,6 +1,6 @@
 """Tool packs: groups of MCP tools from related specs, served by the same server and engine.
 
-Each pack keeps its own LanceDB tables in the engine's store (``storage/pack_space.py``) and
+Each pack keeps its own LanceDB tables in the engine's store (``storage/table/pack_space.py``) and
 registers its tools only when ``ralph.yaml`` names it (``packs: [prompts, project]``,
 ``config/packs.py``): every tool listed costs the client's model tokens on every request.
 A pack's tools are thin adapters like the context tools: validate, call the pack's table

@@ -21,7 +21,7 @@ from ralph_context.embeddings.local import Vectors
 from ralph_context.packs.tables import PackTable
 from ralph_context.retrieval.candidate_pool import bm25_evidence
 from ralph_context.retrieval.scoring import match_strength
-from ralph_context.storage.vectors import vector_list, vector_matrix
+from ralph_context.storage.table.vectors import vector_list, vector_matrix
 
 __all__ = ["Hit", "hybrid_search", "vector_search"]
 

@@ -2,7 +2,7 @@
 
 Every ``where`` clause a pack builds goes through :func:`where`, whose parts are made here from
 typed values (:func:`equals`, :func:`any_tag`, :func:`since`) with
-:func:`~ralph_context.storage.filters.sql_string` quoting every user string; nothing a caller
+:func:`~ralph_context.storage.table.filters.sql_string` quoting every user string; nothing a caller
 typed reaches LanceDB raw.
 """
 
@@ -16,8 +16,8 @@ import pyarrow as pa
 from lancedb.index import FTS, Bitmap, BTree, LabelList
 
 from ralph_context.errors import ModelMismatch
-from ralph_context.storage.filters import sql_string
-from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.table.filters import sql_string
+from ralph_context.storage.table.pack_space import PackSpace
 
 __all__ = [
     "PackTable",

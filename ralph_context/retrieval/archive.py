@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ralph_context._logging import get_logger
-from ralph_context.actors.storage import StorageActor, VectorHit
+from ralph_context.actors.storage.actor import StorageActor, VectorHit
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import StoreError
 from ralph_context.retrieval.candidate_pool import ranked_behind
 from ralph_context.retrieval.scoring import Candidate
-from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.table.filters import ItemFilter
 
 __all__ = ["archive_hits", "archived_candidates"]
 

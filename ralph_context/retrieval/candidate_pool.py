@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ralph_context.actors.storage import TextHit, VectorHit
+from ralph_context.actors.storage.actor import TextHit, VectorHit
 from ralph_context.config import ScoringSettings
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem
 from ralph_context.retrieval.scoring import Candidate, lexical_evidence, match_strength, query_knee
 from ralph_context.retrieval.words import content_words
-from ralph_context.storage.threads import place
+from ralph_context.storage.table.threads import place
 
 __all__ = [
     "CANDIDATE_FACTOR",
@@ -132,7 +132,7 @@ def with_neighbour_match(
     pool: Sequence[Candidate], weights: ScoringSettings, *, text_tier: bool
 ) -> list[Candidate]:
     """Each candidate with ``neighbour`` set to the best own match among the candidates
-    stored right before and after it in its thread (``storage.threads.place``)."""
+    stored right before and after it in its thread (``storage.table.threads.place``)."""
     places = [place(c.item) for c in pool]
     own = {
         at: match_strength(c.similarity, c.lexical, weights, text_tier=text_tier, behind=c.behind)

@@ -29,7 +29,7 @@ import anyio
 
 from ralph_context._logging import get_logger
 from ralph_context.actors.embedding import EmbeddingActor, EmbedRequest
-from ralph_context.actors.storage import Adjacent, StorageActor, TextHit, VectorHit
+from ralph_context.actors.storage.actor import Adjacent, StorageActor, TextHit, VectorHit
 from ralph_context.arguments import Query
 from ralph_context.config import Settings
 from ralph_context.embeddings.local import Vectors
@@ -50,8 +50,8 @@ from ralph_context.retrieval.candidate_pool import (
 )
 from ralph_context.retrieval.scoring import Candidate, Ranking, Scored, item_tokens, rank
 from ralph_context.retrieval.scoring_actor import ScoringActor
-from ralph_context.storage.filters import ItemFilter
-from ralph_context.storage.threads import place
+from ralph_context.storage.table.filters import ItemFilter
+from ralph_context.storage.table.threads import place
 
 # Re-exported: evaluations name the pool's parts from here, beside the Retriever using them.
 __all__ = [

@@ -25,7 +25,7 @@ class Foreground:
             pass queued by the store would start its first reads inside the next search.
         on_change: Told ``True`` when a request starts with none in flight, ``False`` when
             the last one ends: work outside this process's event loop gives way too (the
-            upkeep child, storage.give_way). It must not raise.
+            upkeep child, storage.maintenance.give_way). It must not raise.
     """
 
     def __init__(

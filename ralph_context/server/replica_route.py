@@ -1,12 +1,12 @@
 """``POST /ns/<name>/replica/writes``: another replica's write, committed here while this
-replica holds the store's lease (``storage.forwarding``).
+replica holds the store's lease (``storage.replicas.forwarding``).
 
 Guarded as the hooks are (``guard``: token and namespace, Host/Origin, a cap on the
 body). The answers the sender acts on: 200 with the items as stored, whether they were
 written now, and the table version holding them; 409 when this replica does not commit
 the store's writes now (the sender commits the write itself); 422 for an idempotency key
 used for another request; 410 for a write that would bring back what a forget deleted
-(``storage.tombstones``); 400 for a body that is not a forwarded write; 502 when the
+(``storage.lifecycle.tombstones``); 400 for a body that is not a forwarded write; 502 when the
 store failed the write (it may have been committed: the sender says so, or retries a
 keyed write itself); 503 when it refused the write before committing (a full disk, or
 a namespace it cannot open: the sender commits it itself).
@@ -33,13 +33,13 @@ from ralph_context.errors import (
     StoreUnwritable,
 )
 from ralph_context.server.guard import GuardedEndpoint, Namespaces, refused
-from ralph_context.storage.forwarding import FORWARD_PATH, NOT_HOLDER, decode_pairs
+from ralph_context.storage.replicas.forwarding import FORWARD_PATH, NOT_HOLDER, decode_pairs
 
 __all__ = ["replica_routes"]
 
 log = get_logger("ralph_context.server")
 
-# What a forwarded write may weigh: ``storage_forward.FORWARD_AT_MOST`` items of the
+# What a forwarded write may weigh: ``actors.storage.forward.FORWARD_AT_MOST`` items of the
 # largest content allowed, and their vectors.
 MAX_BODY_BYTES = 32 << 20
 

@@ -70,7 +70,7 @@ def _thread(value: str) -> str:
 
 
 # The engine's source: items of one thread and iteration stored one after another are
-# neighbours in retrieval (storage/threads.py). Without it an MCP client's conversation
+# neighbours in retrieval (storage/table/threads.py). Without it an MCP client's conversation
 # is a heap of unrelated turns: LoCoMo dev over MCP recalls 0.647 @10 without threads,
 # 0.737 with them (benchmarks/retrieval/over_mcp.py, one run each).
 Thread = Annotated[

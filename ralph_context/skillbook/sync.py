@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ralph_context._logging import get_logger
-from ralph_context.actors.storage import StorageActor
+from ralph_context.actors.storage.actor import StorageActor
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import InvalidTags
 from ralph_context.models import ContextItem, ContextType
@@ -27,7 +27,7 @@ from ralph_context.skillbook.formats import (
     record_feedback,
     signature,
 )
-from ralph_context.storage.filters import ItemFilter
+from ralph_context.storage.table.filters import ItemFilter
 from ralph_context.validation import MAX_TAGS, check_tags
 
 __all__ = ["ITEM_PREFIX", "SKILLBOOK_TAG", "SkillbookSync", "SyncReport"]

@@ -24,12 +24,16 @@ from datetime import timedelta
 from ralph_context._logging import get_logger
 from ralph_context.config import StorageSettings
 from ralph_context.object_location import Location
-from ralph_context.storage.caches import CacheSizes
-from ralph_context.storage.store_forget import StoreForget
-from ralph_context.storage.store_items import StoreItems
-from ralph_context.storage.store_iterations import StoreIterations
-from ralph_context.storage.store_lifecycle import AgeRow, Forgettable, StoreLifecycle
-from ralph_context.storage.store_upkeep import MaintenanceReport, StoreStats, StoreUpkeep
+from ralph_context.storage.maintenance.caches import CacheSizes
+from ralph_context.storage.store.forget import StoreForget
+from ralph_context.storage.store.items import StoreItems
+from ralph_context.storage.store.iterations import StoreIterations
+from ralph_context.storage.store.lifecycle import AgeRow, Forgettable, StoreLifecycle
+from ralph_context.storage.store.upkeep import (
+    MaintenanceReport,
+    StoreStats,
+    StoreUpkeep,
+)
 
 __all__ = ["AgeRow", "Forgettable", "LanceStore", "MaintenanceReport", "StoreStats"]
 

@@ -21,8 +21,8 @@ from ralph_context.object_location import Location, remove
 from ralph_context.storage import writer_lock
 from ralph_context.storage.lance_store import LanceStore
 from ralph_context.storage.meta import META_FILE
-from ralph_context.storage.schema import ITEMS, items_schema
-from ralph_context.storage.store_core import options_for
+from ralph_context.storage.store.core import options_for
+from ralph_context.storage.table.schema import ITEMS, items_schema
 
 __all__ = ["reindex_store"]
 

@@ -17,7 +17,7 @@ Archived items come back archived; their vectors are not exported (they are embe
 again on import), nor are the full texts kept for summarized items.
 
 Forget is final (issue 62): an export taken before a forget holds what it deleted, so an
-item whose id or text a forget tombstoned (``storage.tombstones``), and the record of an
+item whose id or text a forget tombstoned (``storage.lifecycle.tombstones``), and the record of an
 iteration a forget deleted or cleared, are skipped and counted as ``forgotten``.
 ``include_forgotten`` (``import --include-forgotten``) is the way to bring them back on
 purpose: they are stored, and their tombstones lifted.
@@ -40,14 +40,14 @@ import numpy as np
 from ralph_context import origin
 from ralph_context.errors import InvalidInput, StoreError
 from ralph_context.models import ContextItem, IterationResult
-from ralph_context.storage.tombstones import CONTENT, ID, ITERATION
+from ralph_context.storage.lifecycle.tombstones import CONTENT, ID, ITERATION
 from ralph_context.validation import check_content, check_metadata, check_tags
 
 if TYPE_CHECKING:
-    from ralph_context.actors.storage import StorageActor
+    from ralph_context.actors.storage.actor import StorageActor
     from ralph_context.embeddings.local import Vectors
     from ralph_context.engine import Engine
-    from ralph_context.storage.salvage import Salvage
+    from ralph_context.storage.integrity.salvage import Salvage
 
 __all__ = ["FORMAT", "IMPORT_PATH", "TransferReport", "export_store", "import_store"]
 

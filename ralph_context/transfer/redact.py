@@ -22,12 +22,12 @@ from ralph_context.engine import Engine
 from ralph_context.errors import StoreError
 from ralph_context.models import ContextItem
 from ralph_context.privacy import Redactor
-from ralph_context.storage.archive import ArchivedItem
-from ralph_context.storage.filters import ItemFilter, sql_string
-from ralph_context.storage.pack_space import PackSpace
-from ralph_context.storage.requests import CLAIMS, REQUEST_KEYS
-from ralph_context.storage.schema import ITEMS, ITERATIONS
-from ralph_context.storage.usage import USAGE
+from ralph_context.storage.lifecycle.archive import ArchivedItem
+from ralph_context.storage.table.filters import ItemFilter, sql_string
+from ralph_context.storage.table.pack_space import PackSpace
+from ralph_context.storage.table.requests import CLAIMS, REQUEST_KEYS
+from ralph_context.storage.table.schema import ITEMS, ITERATIONS
+from ralph_context.storage.table.usage import USAGE
 
 __all__ = ["RedactReport", "redact_store"]
 

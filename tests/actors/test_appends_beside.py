@@ -1,4 +1,4 @@
-"""Appends beside maintenance (``actors.storage_beside``): with a maintenance held in the
+"""Appends beside maintenance (``actors.storage.beside``): with a maintenance held in the
 middle of its work, an item stored meanwhile is written and answered before it ends, and a
 delete sent meanwhile waits for it; nothing is lost either way."""
 

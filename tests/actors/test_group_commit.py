@@ -1,4 +1,4 @@
-"""Group commit (``actors.storage_group``): keyed writes queued together make one commit of
+"""Group commit (``actors.storage.group``): keyed writes queued together make one commit of
 the items table, repeated keys inside one group stand for their first, and a crowded store
 waits a moment for the next write instead of committing each alone."""
 
@@ -12,12 +12,12 @@ import anyio
 import pytest
 
 from ralph_context import Engine
-from ralph_context.actors.storage_group import MAX_WAIT, Crowding
-from ralph_context.actors.storage_requests import AddItems, StorageRequest
+from ralph_context.actors.storage.group import MAX_WAIT, Crowding
+from ralph_context.actors.storage.requests import AddItems, StorageRequest
 from ralph_context.models import ContextItem, ContextType
 from ralph_context.runtime import Envelope
 from ralph_context.storage.lance_store import LanceStore
-from ralph_context.storage.requests import Claim
+from ralph_context.storage.table.requests import Claim
 from tests.helpers import Loader, SettingsFactory, unit
 
 

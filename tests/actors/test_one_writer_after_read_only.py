@@ -17,9 +17,9 @@ import lancedb
 import pytest
 
 from ralph_context import Engine, StoreError, StoreUnwritable
-from ralph_context.actors.storage_unwritable import READ_ONLY
-from ralph_context.storage import threads
-from ralph_context.storage.schema import ITEMS
+from ralph_context.actors.storage.unwritable import READ_ONLY
+from ralph_context.storage.table import threads
+from ralph_context.storage.table.schema import ITEMS
 from ralph_context.storage.writer_lock import LOCK_FILE
 from tests.disk_faults import immutable
 from tests.helpers import Loader, SettingsFactory

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from ralph_context import ContextItem, Engine, IterationResult, StoreUnwritable, Tier
-from ralph_context.actors.storage_unwritable import READ_ONLY
+from ralph_context.actors.storage.unwritable import READ_ONLY
 from tests.disk_faults import fill, immutable, read_only_mount
 from tests.helpers import Loader, SettingsFactory
 

@@ -16,7 +16,7 @@ from mcp.types import TextResourceContents
 from ralph_context import Engine, InvalidInput, ItemNotFound
 from ralph_context.arguments import NewItem
 from ralph_context.models import ContextItem, ContextType, IterationResult
-from ralph_context.storage.store_iterations import FORGOTTEN
+from ralph_context.storage.store.iterations import FORGOTTEN
 from tests.helpers import Loader, SettingsFactory, files_holding, marker
 from tests.server.mcp_scenario import call
 from tests.server_process import stdio_server

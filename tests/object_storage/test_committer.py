@@ -1,6 +1,6 @@
 """One committer for a shared store: the lease names where the holder takes the others'
 writes, and a replica's ``committer()`` says where its writes go (against a local S3
-endpoint; see ``storage.lease`` and ``storage.forwarding``)."""
+endpoint; see ``storage.replicas.lease`` and ``storage.replicas.forwarding``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 
 from ralph_context.models import ContextItem, ContextType
 from ralph_context.object_location import ObjectLocation
-from ralph_context.storage.forwarding import Forwarder, decode_pairs, encode_pairs
-from ralph_context.storage.lease import LEASE_OBJECT, MaintenanceLease
+from ralph_context.storage.replicas.forwarding import Forwarder, decode_pairs, encode_pairs
+from ralph_context.storage.replicas.lease import LEASE_OBJECT, MaintenanceLease
 from tests.object_storage.test_location_and_lease import Clock
 
 

@@ -13,10 +13,10 @@ import pytest
 from ralph_context import ContextState, Engine, IdempotencyConflict
 from ralph_context.config import Settings
 from ralph_context.object_location import ObjectLocation
-from ralph_context.storage.lease import MaintenanceLease
-from ralph_context.storage.pack_space import PackSpace
 from ralph_context.storage.reindex import reindex_store
-from ralph_context.storage.store_upkeep import ANOTHER_REPLICA
+from ralph_context.storage.replicas.lease import MaintenanceLease
+from ralph_context.storage.store.upkeep import ANOTHER_REPLICA
+from ralph_context.storage.table.pack_space import PackSpace
 from ralph_context.transfer.export_import import export_store, import_store
 from tests.helpers import Loader, SettingsFactory, advance
 from tests.lifecycle.test_lifecycle import REPORT

@@ -13,9 +13,9 @@ from ralph_context import namespaces
 from ralph_context.config import Settings
 from ralph_context.errors import IdempotencyConflict
 from ralph_context.object_location import ObjectLocation, is_object_uri, read_text, write_text
-from ralph_context.storage.lease import LEASE_OBJECT, MaintenanceLease
-from ralph_context.storage.requests import SEALED, Claim, RequestLog
-from ralph_context.storage.upkeep import kept_for_readers
+from ralph_context.storage.maintenance.upkeep import kept_for_readers
+from ralph_context.storage.replicas.lease import LEASE_OBJECT, MaintenanceLease
+from ralph_context.storage.table.requests import SEALED, Claim, RequestLog
 from tests.cli.test_cli import cli
 
 

@@ -20,8 +20,8 @@ from ralph_context import Engine
 from ralph_context.config import Settings
 from ralph_context.models import ContextItem, ContextType
 from ralph_context.object_location import ObjectLocation
-from ralph_context.storage.forwarding import FORWARD_PATH, encode_pairs
-from ralph_context.storage.lease import LEASE_OBJECT
+from ralph_context.storage.replicas.forwarding import FORWARD_PATH, encode_pairs
+from ralph_context.storage.replicas.lease import LEASE_OBJECT
 from tests.helpers import Loader, SettingsFactory
 from tests.server.mcp_scenario import call
 from tests.server_process import owner_client, owner_headers, start_http_server

@@ -2,7 +2,7 @@
 acknowledged is in the store afterwards, and the store reopens healthy each time (the
 kernel released the writer lock of the killed process). Again with maintenance after every
 other write, so that kills land while a maintenance runs and writes are served beside it
-(``actors.storage_beside``)."""
+(``actors.storage.beside``)."""
 
 from __future__ import annotations
 

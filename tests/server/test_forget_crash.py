@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ralph_context.storage.store_forget import PENDING
+from ralph_context.storage.store.forget import PENDING
 from tests.helpers import files_holding, marker
 from tests.server.mcp_scenario import call
 from tests.server_process import owner_client, run_cli, start_http_server, store_config

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from ralph_context.models import ContextItem, ContextType
-from ralph_context.storage.forwarding import FORWARD_PATH, NOT_HOLDER, encode_pairs
+from ralph_context.storage.replicas.forwarding import FORWARD_PATH, NOT_HOLDER, encode_pairs
 from tests.server_process import owner_headers, start_http_server
 
 

@@ -9,9 +9,9 @@ import numpy as np
 
 from ralph_context.config import Settings
 from ralph_context.models import ContextItem, ContextType
-from ralph_context.storage.caches import CacheSizes
-from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
+from ralph_context.storage.maintenance.caches import CacheSizes
+from ralph_context.storage.table.filters import ItemFilter
 
 
 def _file_of(path: Path, size: int) -> None:

@@ -16,9 +16,9 @@ import pytest
 
 from ralph_context import ContextItem, Engine, ItemNotFound, StoreDamaged
 from ralph_context.config import Settings
-from ralph_context.storage.damage import repair
-from ralph_context.storage.integrity import check_store, manifests
-from ralph_context.storage.schema import ITEMS
+from ralph_context.storage.integrity.checks import check_store, manifests
+from ralph_context.storage.integrity.damage import repair
+from ralph_context.storage.table.schema import ITEMS
 from ralph_context.transfer.export_import import export_store
 from tests.helpers import Loader, SettingsFactory
 from tests.server_process import run_cli, store_config

@@ -10,8 +10,8 @@ import pytest
 from ralph_context.config import LifecycleSettings
 from ralph_context.lifecycle.policy import Plan, plan_lifecycle
 from ralph_context.models import ContextItem, ContextState, ContextType
-from ralph_context.storage.filters import DueFilter
 from ralph_context.storage.lance_store import LanceStore
+from ralph_context.storage.table.filters import DueFilter
 from tests.helpers import unit
 
 STATES = (ContextState.ACTIVE, ContextState.AGING, ContextState.SUMMARIZED)

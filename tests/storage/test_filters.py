@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ralph_context.models import ContextItem, ContextState, ContextType
-from ralph_context.storage.filters import ItemFilter, sql_string
 from ralph_context.storage.lance_store import LanceStore
+from ralph_context.storage.table.filters import ItemFilter, sql_string
 from ralph_context.validation import check_tags
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from ralph_context.config import StorageSettings
 from ralph_context.lifecycle.forgetting import check_selection
 from ralph_context.storage.lance_store import LanceStore
-from ralph_context.storage.store_forget import PENDING
-from ralph_context.storage.tombstones import CONTENT, ID
+from ralph_context.storage.lifecycle.tombstones import CONTENT, ID
+from ralph_context.storage.store.forget import PENDING
 from tests.helpers import files_holding, marker
 from tests.storage.test_scrub import hundred
 

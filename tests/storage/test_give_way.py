@@ -1,5 +1,5 @@
-"""The upkeep child gives way to the loop's requests (``storage.give_way``): stopped while
-one is in flight, never for longer than its bound, never while a caller waits for the
+"""The upkeep child gives way to the loop's requests (``storage.maintenance.give_way``):
+stopped while one is in flight, never for longer than its bound, never while a caller waits for the
 maintenance, and never left stopped when this process dies.
 
 States are read from ``/proc/<pid>/stat`` (``T``: stopped), so these run on Linux."""
@@ -21,9 +21,9 @@ import pytest
 
 from ralph_context import Engine
 from ralph_context.runtime import Foreground
-from ralph_context.storage import upkeep_worker
-from ralph_context.storage.give_way import GiveWay
 from ralph_context.storage.lance_store import LanceStore
+from ralph_context.storage.maintenance import upkeep_worker
+from ralph_context.storage.maintenance.give_way import GiveWay
 from tests.helpers import Loader, SettingsFactory
 from tests.storage.test_lance_store import _random_items
 
@@ -209,7 +209,7 @@ def test_a_child_left_stopped_by_a_killed_writer_ends(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import os, signal, sys, time
-        from ralph_context.storage.upkeep_worker import UpkeepWorker
+        from ralph_context.storage.maintenance.upkeep_worker import UpkeepWorker
         upkeep = UpkeepWorker()
         upkeep.start()
         pid = upkeep._process.pid

@@ -15,9 +15,10 @@ import pytest
 from ralph_context.embeddings.local import Vectors
 from ralph_context.errors import ModelMismatch
 from ralph_context.models import ContextItem, ContextState, ContextType, IterationResult
-from ralph_context.storage import reads, upkeep_worker
-from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
+from ralph_context.storage.maintenance import upkeep_worker
+from ralph_context.storage.table import reads
+from ralph_context.storage.table.filters import ItemFilter
 from tests.helpers import unit
 
 

@@ -25,10 +25,10 @@ from ralph_context.metadata_filter import (
     parse_condition,
 )
 from ralph_context.models import ContextItem, ContextType, JsonValue
-from ralph_context.storage.filters import ItemFilter
-from ralph_context.storage.json_metadata import _converted
 from ralph_context.storage.lance_store import LanceStore
-from ralph_context.storage.schema import ITEMS
+from ralph_context.storage.table.filters import ItemFilter
+from ralph_context.storage.table.json_metadata import _converted
+from ralph_context.storage.table.schema import ITEMS
 from tests.helpers import unit
 
 KEY = 'k "odd" key\\'

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem, ContextType
-from ralph_context.storage import upkeep_worker
 from ralph_context.storage.lance_store import LanceStore
+from ralph_context.storage.maintenance import upkeep_worker
 from ralph_context.storage.private import secure
 from tests.helpers import unit
 

@@ -12,9 +12,9 @@ from ralph_context.embeddings.install import install_model
 from ralph_context.embeddings.local import LocalEmbedder, load_embedder
 from ralph_context.errors import ModelMismatch
 from ralph_context.models import ContextItem, ContextType
-from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
 from ralph_context.storage.reindex import reindex_store
+from ralph_context.storage.table.filters import ItemFilter
 from tests.embeddings.tiny_mpnet import WORDS, make_tiny, record_reference
 
 pytestmark = pytest.mark.model

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 from lancedb.index import FTS
 
-from ralph_context.storage import reads
-from ralph_context.storage.row_cache import RowCache
+from ralph_context.storage.replicas.row_cache import RowCache
+from ralph_context.storage.table import reads
 
 TEXTS = [f"note {n}: the deploy waits for the schema migration" for n in range(6)]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from ralph_context.embeddings.local import Vectors
 from ralph_context.models import ContextItem, ContextType, IterationResult
-from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
-from ralph_context.storage.store_iterations import FORGOTTEN
+from ralph_context.storage.store.iterations import FORGOTTEN
+from ralph_context.storage.table.filters import ItemFilter
 from tests.helpers import files_holding, marker, unit
 
 

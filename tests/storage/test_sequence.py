@@ -8,9 +8,9 @@ from pathlib import Path
 import lancedb
 
 from ralph_context.models import ContextItem, ContextType
-from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
-from ralph_context.storage.schema import ITEMS
+from ralph_context.storage.table.filters import ItemFilter
+from ralph_context.storage.table.schema import ITEMS
 from tests.helpers import unit
 
 

@@ -11,10 +11,10 @@ import pytest
 
 from ralph_context.config import StorageSettings
 from ralph_context.models import ContextItem, ContextState, ContextType
-from ralph_context.storage import uring
-from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
-from ralph_context.storage.uring import kernel_allows, uring_uri
+from ralph_context.storage.table import uring
+from ralph_context.storage.table.filters import ItemFilter
+from ralph_context.storage.table.uring import kernel_allows, uring_uri
 from tests.helpers import unit
 
 needs_io_uring = pytest.mark.skipif(not kernel_allows(), reason="this kernel refuses io_uring")

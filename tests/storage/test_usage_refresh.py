@@ -9,7 +9,7 @@ from pathlib import Path
 import lancedb
 import pytest
 
-from ralph_context.storage.usage import USAGE, Usage, UsageLedger, usage_schema
+from ralph_context.storage.table.usage import USAGE, Usage, UsageLedger, usage_schema
 
 WHEN = datetime(2026, 11, 26, tzinfo=UTC)
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from ralph_context.actors.storage import AddItems, StorageActor
+from ralph_context.actors.storage.actor import AddItems, StorageActor
 from ralph_context.config import StorageSettings
 from ralph_context.errors import StoreError, StoreLocked
 from ralph_context.runtime.supervisor import Supervisor
 from ralph_context.storage import writer_lock
-from ralph_context.storage.filters import ItemFilter
 from ralph_context.storage.lance_store import LanceStore
+from ralph_context.storage.table.filters import ItemFilter
 from tests.helpers import unit
 from tests.storage.test_lance_store import item
 

@@ -29,7 +29,7 @@ from ralph_context.packs.tables import (
     vector_field,
     where,
 )
-from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.table.pack_space import PackSpace
 
 __all__ = [
     "ProjectTables",

@@ -34,7 +34,7 @@ from ralph_context.engine import Engine
 from ralph_context.errors import InvalidInput
 from ralph_context.packs.project.memory import normal_repo_path
 from ralph_context.packs.project.store import open_tables, search_text, upsert_rows
-from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.table.pack_space import PackSpace
 
 __all__ = ["TABLES", "ImportReport", "StudioData", "TableCount", "import_studio", "read_studio"]
 

@@ -34,7 +34,7 @@ from ralph_context.packs.prompts.store import (
 )
 from ralph_context.packs.prompts.suggest import Focus, Similar, Suggestion, suggest
 from ralph_context.packs.tables import equals, where
-from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.table.pack_space import PackSpace
 
 __all__ = ["PromptLearning", "Retrieved", "Suggestions", "TimeRange"]
 

@@ -47,7 +47,7 @@ from ralph_context.packs.tables import (
     since,
     where,
 )
-from ralph_context.storage.pack_space import PackSpace
+from ralph_context.storage.table.pack_space import PackSpace
 
 # The row types are re-exported: importers name them from here, where they are used.
 __all__ = [
