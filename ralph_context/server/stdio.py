@@ -226,14 +226,16 @@ def batch_refusal(line: bytes) -> BatchErrors | JSONRPCError | None:
 class _Wire:
     """Lines of a file descriptor, read when the event loop says it is readable, so a
     cancelled read ends at once (Ctrl-C: ``interrupt``). A read in a worker thread could
-    not be cancelled, and held the process until the client closed stdin. A regular file
-    (``< requests.jsonl``), which never blocks and which epoll refuses, is read directly."""
+    not be cancelled, and held the process until the client closed stdin. Only pipes,
+    sockets and terminals are polled: a regular file (``< requests.jsonl``) or a device such
+    as ``/dev/null`` never blocks, epoll refuses it (``EPERM``), and it is read directly."""
 
     def __init__(self, descriptor: int) -> None:
         self._fd = descriptor
         self._buffer = bytearray()
         self._eof = False
-        self._polled = not stat.S_ISREG(os.fstat(descriptor).st_mode)
+        mode = os.fstat(descriptor).st_mode
+        self._polled = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(descriptor)
 
     async def readline(self, limit: int) -> bytes:
         """Up to ``limit`` bytes through the next newline; ``b""`` at the end."""

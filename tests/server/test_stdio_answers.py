@@ -236,3 +236,26 @@ def test_a_request_whose_id_is_no_string_or_integer_is_refused_with_a_null_id(
     message = _error(wire.answer(None), INVALID_REQUEST)
     assert "id must be a string or an integer" in message
     wire.still_serves()
+
+
+@pytest.mark.parametrize("source", ["/dev/null", "file"])
+def test_a_stdin_that_is_no_pipe_is_read_to_its_end_and_the_server_exits(
+    tmp_path: Path, source: str
+) -> None:
+    """``serve < /dev/null`` (a device epoll refuses) and ``serve < requests.jsonl`` end
+    cleanly at the end of their input; /dev/null ended in an EPERM traceback."""
+    params = stdio_server(tmp_path)
+    path = Path(source) if source != "file" else tmp_path / "requests.jsonl"
+    if source == "file":
+        path.write_text(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n")
+    with path.open("rb") as stdin:
+        done = subprocess.run(
+            [params.command, *params.args],
+            env=params.env,
+            cwd=params.cwd,
+            stdin=stdin,
+            capture_output=True,
+            timeout=READY_WITHIN + ANSWER_WITHIN,
+        )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    assert b"Traceback" not in done.stderr
