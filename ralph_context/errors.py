@@ -205,8 +205,9 @@ class StoreDamaged(StoreError):
             f"the store at {location} is damaged ({named}); it is served read-only with "
             "what can be read. `ralph-context verify` checks every file; where a latest "
             "version cannot be read, `ralph-context repair` makes the newest readable one "
-            "current (and reports what the lost versions held), then restart; `ralph-context "
-            "export` saves every fragment that can be read"
+            "current (and reports what the lost versions held), where a data file is gone "
+            "it leaves that file's rows out, then restart; `ralph-context export` saves "
+            "every fragment that can be read"
         )
         self.location = location
         self.damaged = damaged

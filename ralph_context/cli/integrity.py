@@ -89,7 +89,8 @@ def repair(
     config: ConfigOption = None, as_json: JsonOption = False, log_level: LogOption = None
 ) -> None:
     """Make each damaged table's newest readable version current (the unreadable manifests
-    move to damaged/ in the store's folder) and report what the lost versions held."""
+    move to damaged/ in the store's folder) and report what the lost versions held; commit
+    each table without the fragments whose data files are gone, and report their rows."""
     from ralph_context.storage.integrity.damage import repair as repair_store
 
     settings = load_settings(config, log_level)
@@ -101,8 +102,15 @@ def repair(
         emit_json(reports)
         return
     for report in reports:
-        if not report["repaired"]:
+        if not report["repaired"] and not report["dropped"]:
             out.print(f"{report['folder']}: nothing to repair", highlight=False)
+        for gone in report["dropped"]:
+            out.print(
+                f"{report['folder']}/{gone['table']}: version {gone['version']} leaves out "
+                f"{len(gone['fragments'])} fragment(s) whose files are gone "
+                f"({gone['rows']} row(s) lost): {', '.join(gone['files'])}",
+                highlight=False,
+            )
         for lost in report["repaired"]:
             versions = ", ".join(str(n) for n in lost["lost_versions"])
             out.print(

@@ -149,3 +149,37 @@ async def test_a_deleted_data_file_costs_export_only_its_own_items(
     assert ids == {item.id for item in stored} - {stored[3].id}
     assert report.items == len(NOTES) - 1 and report.lost == 1
     assert len(report.unreadable) == 1 and gone.name in report.unreadable[0]
+
+
+async def test_a_usage_file_gone_no_longer_takes_every_search_and_repair_gives_them_back(
+    written: Written, shared_model: Loader
+) -> None:
+    """The usage counters are a side table: measured before, one of its data files deleted
+    left the store down for every search (0 results) and ``repair`` said "nothing to
+    repair". Now ``repair`` commits the table without that fragment (its counters lost,
+    reported) and the items are all found again."""
+    with anyio.fail_after(120):
+        async with Engine(written.settings, model_loader=shared_model) as engine:
+            await engine.mark_useful(written.items[2].id, True)
+            await engine.mark_useful(written.items[4].id, False)
+    store = written.settings.store_path()
+    assert isinstance(store, Path)
+    usage = store / "item_usage.lance"
+    files = sorted((usage / "data").glob("*.lance"))
+    assert files, "the feedback wrote the usage table"
+    for path in files:
+        path.unlink()
+    with anyio.fail_after(120):
+        async with Engine(written.settings, model_loader=shared_model) as engine:
+            before = await engine.search("Why did German users see English prices?")
+    assert before.items == ()  # the whole store was down for one side table's file
+
+    report = repair(store)
+    assert [gone.table for gone in report.dropped] == ["item_usage.lance"]
+    assert report.dropped[0].rows >= 1
+    assert check_store(store).findings == []
+    with anyio.fail_after(120):
+        async with Engine(written.settings, model_loader=shared_model) as engine:
+            found = await engine.search("Why did German users see English prices?")
+            assert await _present(engine, written.items) == {i.id for i in written.items}
+    assert found.items and "locale" in found.items[0].item.content

@@ -158,16 +158,31 @@ class Lost:
 
 
 @dataclass
+class Dropped:
+    """Fragments of a table's latest version whose data files are gone, committed away in
+    a new version (``version``): their rows are lost either way, and until then every
+    search of the store failed (a missing file of the usage counters' table took it all)."""
+
+    table: str
+    version: int
+    fragments: list[int]
+    rows: int
+    files: list[str]
+
+
+@dataclass
 class RepairReport:
     """Each damaged table and what it lost (nothing: the store was not damaged)."""
 
     folder: str
     tables: list[Lost] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "folder": self.folder,
             "repaired": [vars(lost) for lost in self.tables],
+            "dropped": [vars(gone) for gone in self.dropped],
         }
 
 
@@ -189,6 +204,10 @@ def repair(folder: Path) -> RepairReport:
         aside = folder / DAMAGED / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
         for found in broken:
             report.tables.append(_repair_table(folder, found, aside))
+        for table in tables(folder):
+            gone = _drop_missing(folder, table)
+            if gone is not None:
+                report.dropped.append(gone)
     finally:
         writer_lock.release(folder)
     return report
@@ -215,6 +234,32 @@ def _repair_table(folder: Path, found: Versions, aside: Path) -> Lost:
         if path not in referenced and path.stat().st_mtime >= newest_kept:
             lost.files.append(_held(folder, path))
     return lost
+
+
+def _drop_missing(folder: Path, table: Path) -> Dropped | None:
+    """Commit ``table`` without the fragments of its latest version whose data files are
+    gone (Lance's delete of whole fragments: the rest, and its indexes, stay as they are)."""
+    try:
+        dataset = lance.dataset(str(table))
+    except Exception:  # no readable manifest: the step above reported it
+        return None
+    root = Path(dataset.uri) / "data"
+    gone = [
+        fragment
+        for fragment in dataset.get_fragments()
+        if any(not (root / data.path).exists() for data in fragment.metadata.files)
+    ]
+    if not gone:
+        return None
+    ids = [int(fragment.fragment_id) for fragment in gone]
+    operation = lance.LanceOperation.Delete(
+        updated_fragments=[], deleted_fragment_ids=ids, predicate="true"
+    )
+    after = lance.LanceDataset.commit(str(table), operation, read_version=dataset.version)
+    rows = sum(f.metadata.physical_rows - (f.metadata.num_deletions or 0) for f in gone)
+    files = sorted(str((root / d.path).relative_to(folder)) for f in gone for d in f.metadata.files)
+    log.warning("fragments_dropped", table=table.name, fragments=ids, rows=rows)
+    return Dropped(str(table.relative_to(folder)), int(after.version), ids, int(rows), files)
 
 
 def _referenced(table: Path, newest: int) -> set[Path]:
