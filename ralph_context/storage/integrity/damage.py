@@ -252,8 +252,10 @@ def _drop_missing(folder: Path, table: Path) -> Dropped | None:
     if not gone:
         return None
     ids = [int(fragment.fragment_id) for fragment in gone]
+    # The whole fragments listed go; no row is chosen by the predicate ("false"), which
+    # the transaction records: "true" would say every row was deleted.
     operation = lance.LanceOperation.Delete(
-        updated_fragments=[], deleted_fragment_ids=ids, predicate="true"
+        updated_fragments=[], deleted_fragment_ids=ids, predicate="false"
     )
     after = lance.LanceDataset.commit(str(table), operation, read_version=dataset.version)
     rows = sum(f.metadata.physical_rows - (f.metadata.num_deletions or 0) for f in gone)
