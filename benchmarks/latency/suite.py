@@ -19,10 +19,8 @@ one by one, ``store_contexts`` in batches) against the model's own rate on the s
 
 from __future__ import annotations
 
-import json
 import os
 import resource
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -45,6 +43,8 @@ from benchmarks.latency.mcp_latency import (
     process_rss_mb,
     write_config,
 )
+from benchmarks.latency.phases import Phases, failures
+from benchmarks.latency.report import NO_PLOT, markdown, write_outputs
 from benchmarks.latency.run import Corpus, load_corpus, load_store
 from benchmarks.latency.targets import TARGETS, summary
 from benchmarks.settings import store_settings
@@ -55,10 +55,6 @@ from ralph_context.storage.table.vectors import probes
 
 __all__ = ["NO_PLOT", "TARGETS", "markdown", "measure", "write_outputs"]
 
-NO_PLOT = (
-    "latency.png not drawn: matplotlib is missing (pip install 'ralph-context[bench]'); "
-    "results.json and results.md are written"
-)
 Tick = Callable[[], None]
 
 
@@ -164,51 +160,60 @@ async def one_size(
         "store_mb": round(settled / 1e6, 1),
         "store_mb_before_cleanup": round(with_versions / 1e6, 1),
     }
-    run["floor"] = await anyio.to_thread.run_sync(floor, store, embedder, questions)
-    tick()
-    run["engine"], run["rss_mb"] = await engine_search(store, embedder, questions)
-    tick()
     config = write_config(store)
-    run["stdio"] = stats(await over_stdio(config, questions))
-    tick()
-    single, eight, run["server_rss_mb"] = await clients_over_http(config, questions)
-    run["http"], run["http8"] = stats(single), stats(eight)
-    run["agent_hook"] = await anyio.to_thread.run_sync(
-        agent_hooks, config, work / f"agent-{size}", questions[:50]
-    )
-    tick()
-    turns = corpus.turns
-    retrieval = await run_hook(
-        store,
-        embedder,
-        turns,
-        iterations=hook_iterations,
-        mode="retrieval",
-        agent_ms=0,
-        workdir=work / f"hook-r{size}",
-        first_iteration=latest + 1,
-    )
-    run["hook"] = stats(retrieval["retrieval"])
-    tick()
-    loop = await run_hook(
-        store,
-        embedder,
-        turns,
-        iterations=hook_iterations,
-        mode="loop",
-        agent_ms=agent_ms,
-        workdir=work / f"hook-l{size}",
-        first_iteration=latest + 1,
-    )
-    run["hook_loop"] = {"retrieval": stats(loop["retrieval"]), "store": stats(loop["store"])}
-    run["hook_loop"]["agent_ms"] = agent_ms
-    if hook_v2_calls:
+    phase = Phases(run, tick)
+
+    async def engine_phase() -> None:
+        run["engine"], run["rss_mb"] = await engine_search(store, embedder, questions)
+
+    async def http_phase() -> None:
+        single, eight, run["server_rss_mb"] = await clients_over_http(config, questions)
+        run["http"], run["http8"] = stats(single), stats(eight)
+        run["agent_hook"] = await anyio.to_thread.run_sync(
+            agent_hooks, config, work / f"agent-{size}", questions[:50]
+        )
+
+    async def hook_phase(mode: str) -> dict[str, list[float]]:
+        return await run_hook(
+            store,
+            embedder,
+            corpus.turns,
+            iterations=hook_iterations,
+            mode=mode,
+            agent_ms=agent_ms if mode == "loop" else 0,
+            workdir=work / f"hook-{mode[0]}{size}",
+            first_iteration=latest + 1,
+        )
+
+    async def retrieval_phase() -> None:
+        run["hook"] = stats((await hook_phase("retrieval"))["retrieval"])
+
+    async def loop_phase() -> None:
+        loop = await hook_phase("loop")
+        run["hook_loop"] = {"retrieval": stats(loop["retrieval"]), "store": stats(loop["store"])}
+        run["hook_loop"]["agent_ms"] = agent_ms
+
+    async def floor_phase() -> None:
+        run["floor"] = await anyio.to_thread.run_sync(floor, store, embedder, questions)
+
+    async def stdio_phase() -> None:
+        run["stdio"] = stats(await over_stdio(config, questions))
+
+    async def hook_v2_phase() -> None:
         # Ralph v2's hook: a process per call; at the first size only (a call loads the
         # model when it opens the store itself, ~3-4 s).
-        run["hook_v2"] = await anyio.to_thread.run_sync(
-            hook_v2_latency, store, work, questions[:hook_v2_calls]
-        )
-    tick()
+        if hook_v2_calls:
+            run["hook_v2"] = await anyio.to_thread.run_sync(
+                hook_v2_latency, store, work, questions[:hook_v2_calls]
+            )
+
+    await phase("floor", floor_phase)
+    await phase("engine", engine_phase)
+    await phase("stdio", stdio_phase)
+    await phase("http and agent hook", http_phase)
+    await phase("hook", retrieval_phase)
+    await phase("hook in the loop", loop_phase, tick=False)
+    await phase("Ralph v2 hook", hook_v2_phase)
     return run
 
 
@@ -266,110 +271,47 @@ async def measure(
         # check every item's files, as in a project.
         anchors = Anchors(code_repository(work))
         code = age_the_code(work, np.random.default_rng(0))
-        ingest_rates = await ingest(corpus, embedder, work, ingest_texts)
-        tick()
-        runs = [
-            await one_size(
-                size,
-                corpus,
-                embedder,
-                bases,
-                work,
-                queries=queries,
-                hook_iterations=hook_iterations,
-                agent_ms=agent_ms,
-                tick=tick,
-                # ~4 s a call opening the store: 10 at the first size, 2 for a small run.
-                hook_v2_calls=min(10, max(2, queries // 20)) if size == sizes[0] else 0,
-                anchors=anchors,
-            )
-            for size in sizes
-        ]
+        ingest_rates: dict[str, Any] = {}
+
+        async def ingest_phase() -> None:
+            ingest_rates.update(await ingest(corpus, embedder, work, ingest_texts))
+
+        await Phases(ingest_rates, tick, "the whole run")("MCP ingest", ingest_phase)
+        runs: list[dict[str, Any]] = []
+        for size in sizes:
+            run: dict[str, Any] = {"items": size}
+
+            async def sized(size: int = size, run: dict[str, Any] = run) -> None:
+                run.update(
+                    await one_size(
+                        size,
+                        corpus,
+                        embedder,
+                        bases,
+                        work,
+                        queries=queries,
+                        hook_iterations=hook_iterations,
+                        agent_ms=agent_ms,
+                        tick=tick,
+                        # ~4 s a call opening the store: 10 at the first size, 2 for a
+                        # small run.
+                        hook_v2_calls=min(10, max(2, queries // 20)) if size == sizes[0] else 0,
+                        anchors=anchors,
+                    )
+                )
+
+            # Its phases are guarded one by one; what escapes is the store's load.
+            await Phases(run, tick)("store", sized, tick=False)
+            runs.append(run)
     return {
         "machine": {"cpus": os.cpu_count(), "load_after": [round(x, 2) for x in os.getloadavg()]},
         "model": embedder.model_id,
         "queries": queries,
         "hook_iterations": hook_iterations,
         "code": code,
-        "ingest": ingest_rates,
+        "ingest": {k: v for k, v in ingest_rates.items() if k != "failed"},
         "runs": runs,
         "summary": summary(runs),
+        "failed": failures(runs, ingest_rates),
         "targets": TARGETS,
     }
-
-
-def markdown(results: dict[str, Any]) -> str:
-    lines = [
-        "| items | floor p50 | engine p50/p99 | stdio p50/p99 | http p50/p99 | "
-        "8 http clients p50/p99 | hook p50/p99 | hook in loop p50/p99 (store p50/p99) "
-        "| store MB | RSS MB | server RSS MB | CPU ms/search |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for run in results["runs"]:
-
-        def pair(face: dict[str, Any]) -> str:
-            return f"{face['p50_ms']:.1f} / {face['p99_ms']:.1f}"
-
-        loop = run["hook_loop"]
-        lines.append(
-            f"| {run['items']:,} | {run['floor']['sum']['p50_ms']:.1f} | {pair(run['engine'])} | "
-            f"{pair(run['stdio'])} | {pair(run['http'])} | {pair(run['http8'])} | "
-            f"{pair(run['hook'])} | {pair(loop['retrieval'])} ({pair(loop['store'])}) | "
-            f"{run['store_mb']} | {run['rss_mb']} | {run['server_rss_mb']} | "
-            f"{run['engine']['cpu_ms']} |"
-        )
-    ingest_rates = results["ingest"]
-    lines += [
-        "",
-        f"MCP ingest ({ingest_rates['texts']} LoCoMo turns): store_context "
-        f"{ingest_rates['mcp_single_items_per_s']}/s, store_contexts "
-        f"{ingest_rates['mcp_batch_items_per_s']}/s, the model alone "
-        f"{ingest_rates['raw_items_per_s']}/s (batch = {ingest_rates['batch_vs_raw']:.0%}).",
-        "",
-        "| summary key | measured | target |",
-        "|---|---:|---:|",
-    ]
-    for key, value in results["summary"].items():
-        lines.append(
-            f"| `{key}` | {value if value is not None else '—'} | {TARGETS.get(key, '')} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def write_outputs(results: dict[str, Any], out: Path) -> list[Path]:
-    """results.json and results.md first, then latency.png when matplotlib is installed."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "results.json", out / "results.md"]
-    paths[0].write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    paths[1].write_text(markdown(results), encoding="utf-8")
-    try:
-        import matplotlib
-    except ImportError:
-        print(NO_PLOT, file=sys.stderr)
-        return paths
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    faces = ["floor", "engine", "stdio", "http", "http8", "hook", "hook_loop"]
-    fig, axis = plt.subplots(figsize=(11, 4.5))
-    width = 0.8 / max(1, len(results["runs"]))
-    for n, run in enumerate(results["runs"]):
-        values = [
-            run["floor"]["sum"]["p99_ms"]
-            if face == "floor"
-            else run[face]["retrieval"]["p99_ms"]
-            if face == "hook_loop"
-            else run[face]["p99_ms"]
-            for face in faces
-        ]
-        x = np.arange(len(faces)) + n * width
-        axis.bar(x, values, width, label=f"{run['items']:,} items")
-    axis.set_xticks(np.arange(len(faces)) + width * (len(results["runs"]) - 1) / 2, faces)
-    axis.set_ylabel("p99 ms")
-    axis.set_title("p99 latency per face (floor: raw embedding + vector + full-text)")
-    axis.legend()
-    fig.tight_layout()
-    paths.append(out / "latency.png")
-    fig.savefig(paths[2], dpi=110)
-    plt.close(fig)
-    return paths

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.latency.phases import value
+
 __all__ = ["TARGETS", "summary"]
 
 # The issue's targets (ms unless named).
@@ -28,34 +30,29 @@ TARGETS: dict[str, float | str] = {
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The issue's keys from the runs at 100k and 1M items; None where a size was not run
+    or the phase that measures a key failed (``phases.Phases``)."""
     by_size = {run["items"]: run for run in runs}
     at = by_size.get(100_000)
     million = by_size.get(1_000_000)
-
-    def p(run: dict[str, Any] | None, face: str, q: str) -> float | None:
-        return None if run is None else float(run[face][f"{q}_ms"])
-
+    fail_open = [value(at, "agent_hook", way, "max_ms") for way in ("server_down", "server_hung")]
     return {
-        "floor_p50_100k": None if at is None else at["floor"]["sum"]["p50_ms"],
-        "engine_p50_100k": p(at, "engine", "p50"),
-        "engine_p99_100k": p(at, "engine", "p99"),
-        "stdio_p99_100k": p(at, "stdio", "p99"),
-        "http_p99_100k": p(at, "http", "p99"),
-        "http8_p99_100k": p(at, "http8", "p99"),
-        "hook_p99_100k": None if at is None else at["hook_loop"]["retrieval"]["p99_ms"],
-        "agent_hook_p95_100k": None if at is None else at["agent_hook"]["prompt"]["p95_ms"],
-        "agent_hook_fail_open_max": None
-        if at is None
-        else max(
-            at["agent_hook"]["server_down"]["max_ms"], at["agent_hook"]["server_hung"]["max_ms"]
-        ),
-        "engine_p99_1m": p(million, "engine", "p99"),
+        "floor_p50_100k": value(at, "floor", "sum", "p50_ms"),
+        "engine_p50_100k": value(at, "engine", "p50_ms"),
+        "engine_p99_100k": value(at, "engine", "p99_ms"),
+        "stdio_p99_100k": value(at, "stdio", "p99_ms"),
+        "http_p99_100k": value(at, "http", "p99_ms"),
+        "http8_p99_100k": value(at, "http8", "p99_ms"),
+        "hook_p99_100k": value(at, "hook_loop", "retrieval", "p99_ms"),
+        "agent_hook_p95_100k": value(at, "agent_hook", "prompt", "p95_ms"),
+        "agent_hook_fail_open_max": None if None in fail_open else max(fail_open),
+        "engine_p99_1m": value(million, "engine", "p99_ms"),
         # A result stored in the loop (Ralph awaits it): issue 40's targets.
-        "loop_store_p99_100k": None if at is None else at["hook_loop"]["store"]["p99_ms"],
-        "loop_store_p99_1m": None if million is None else million["hook_loop"]["store"]["p99_ms"],
-        "store_mb_100k": None if at is None else at["store_mb"],
-        "server_rss_mb_100k": None if at is None else at.get("server_rss_mb"),
-        "server_rss_mb_1m": None if million is None else million.get("server_rss_mb"),
-        "cpu_ms_per_search_100k": None if at is None else at["engine"].get("cpu_ms"),
-        "rss_mb_100k": None if at is None else at["rss_mb"],
+        "loop_store_p99_100k": value(at, "hook_loop", "store", "p99_ms"),
+        "loop_store_p99_1m": value(million, "hook_loop", "store", "p99_ms"),
+        "store_mb_100k": value(at, "store_mb"),
+        "server_rss_mb_100k": value(at, "server_rss_mb"),
+        "server_rss_mb_1m": value(million, "server_rss_mb"),
+        "cpu_ms_per_search_100k": value(at, "engine", "cpu_ms"),
+        "rss_mb_100k": value(at, "rss_mb"),
     }

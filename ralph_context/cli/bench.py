@@ -201,6 +201,10 @@ def latency(
             )
         )
     report(results, out, write_outputs, markdown)
+    if results["failed"]:  # written all the same, but the run is not whole
+        raise fail(
+            f"bench latency: {len(results['failed'])} phase(s) failed (results.md names them)", 1
+        )
 
 
 @bench_app.command("replicas")
