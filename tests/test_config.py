@@ -40,7 +40,7 @@ def test_defaults_match_the_seed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
         ContextType.ITERATION,
     )
     assert settings.lifecycle.prune_after_iterations == 100
-    assert settings.scoring.lexical_weight == 0.5  # fitted: benchmarks/retrieval/fit.py
+    assert settings.scoring.lexical_weight == 0.6  # fitted: benchmarks/retrieval/fit.py
     assert settings.scoring.recency_floor == 0.75
     assert settings.lifecycle.ageless_types == (ContextType.SKILL, ContextType.TASK)
     assert settings.store_path() == tmp_path / ".agent/context"

@@ -25,6 +25,7 @@ from ralph_context.retrieval.candidate_pool import query_words
 from ralph_context.retrieval.scoring import (
     combine,
     contextual_match,
+    lead_floor,
     lexical_evidence,
     own_match,
     query_knee,
@@ -101,7 +102,7 @@ class Flat:
         semantic = semantic_evidence(self.similarity, self.behind, w)
         knee = query_knee(self.words, w)
         lexical = lexical_evidence(self.bm25, self.best_bm25, self.items, knee)
-        own = own_match(semantic, lexical, w.lexical_weight)
+        own = own_match(semantic, lexical, w.lexical_weight, lead_floor(self.behind, w))
         passes = np.where(
             self.member,
             (self.similarity >= gate) | (lexical >= lexical_pass),

@@ -3,8 +3,10 @@
 relevance = match · recency · feedback · type, each factor from ``scoring`` in ralph.yaml:
 
 - match (0-1), how well the item answers the query. Its own match is
-  ``m = (1 - w)·S + w·L`` (:func:`own_match`, ``w`` = ``lexical_weight``): ``S`` cosine's
-  evidence (:func:`semantic_evidence`: a logistic curve of the cosine or-ed with how close
+  ``m = max((1 - w)·S + w·L, f·exp(-behind / c))`` (:func:`own_match`, ``w`` =
+  ``lexical_weight``; ``f`` = ``semantic_lead_floor`` and ``c`` = ``semantic_closeness``, the
+  floor of the model's first choice, :func:`lead_floor`): ``S`` cosine's evidence
+  (:func:`semantic_evidence`: a logistic curve of the cosine or-ed with how close
   it comes to the query's best cosine), ``L`` BM25's (:func:`lexical_evidence`: its score
   over the query's best hit plus a knee of rare words' worth that grows with the query's
   length; 0 if the full-text half did not find it); ``S`` alone for an archived item (no
@@ -59,6 +61,7 @@ __all__ = [
     "estimate_tokens",
     "fit_budget",
     "item_tokens",
+    "lead_floor",
     "lexical_evidence",
     "match_strength",
     "own_match",
@@ -266,13 +269,29 @@ def _rare_word_weight(items: F | float) -> F | float:
     return np.log(1 + (n - 0.5) / 1.5)  # type: ignore[no-any-return]
 
 
-def own_match(semantic: F, lexical: F | float, weight: float) -> F:
-    """An item's own match from both kinds of evidence, ``(1 - w)·S + w·L``.
+def own_match(semantic: F, lexical: F | float, weight: float, lead: F | float = 0.0) -> F:
+    """An item's own match from both kinds of evidence, ``(1 - w)·S + w·L``, or its
+    semantic lead's floor (:func:`lead_floor`) when that is higher.
 
     Both are on one 0-1 scale, so the weight means what it says; fitted by cross-validation
     against a noisy-or of the two, which lost on every set (benchmarks/retrieval/fit.py).
+    The floor is for a question asked in other words than its answer: the answer shares no
+    word (``L`` = 0) while a decoy shares one common word (``L`` 0.2-0.4), and at the fitted
+    weights that word outweighed the model's clear first choice (issue 61: all 10 paraphrase
+    questions mpnet's cosine alone answered and the blend did not).
     """
-    return (1 - weight) * semantic + weight * lexical
+    blend = (1 - weight) * semantic + weight * lexical
+    if isinstance(blend, float) and isinstance(lead, float):
+        return max(blend, lead)  # type: ignore[return-value, unused-ignore]
+    return np.maximum(blend, lead)  # type: ignore[no-any-return, unused-ignore]
+
+
+def lead_floor(behind: F | float, w: ScoringSettings) -> F | float:
+    """The least own match of a candidate ``behind`` the query's best cosine:
+    ``semantic_lead_floor · exp(-behind / semantic_closeness)`` (0 when the floor is off)."""
+    if w.semantic_lead_floor <= 0.0:
+        return 0.0
+    return w.semantic_lead_floor * _closeness(behind, w.semantic_closeness)
 
 
 def match_strength(
@@ -292,7 +311,8 @@ def match_strength(
     semantic = semantic_evidence(similarity, behind, weights)
     if lexical is None:
         return float(semantic)
-    return float(own_match(semantic, _unit(lexical), weights.lexical_weight))
+    lead = lead_floor(behind, weights)
+    return float(own_match(semantic, _unit(lexical), weights.lexical_weight, lead))
 
 
 def _unit(value: float) -> float:

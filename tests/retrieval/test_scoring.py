@@ -16,8 +16,10 @@ from ralph_context.retrieval.scoring import (
     estimate_tokens,
     fit_budget,
     item_tokens,
+    lead_floor,
     lexical_evidence,
     match_strength,
+    own_match,
     query_knee,
     rank,
     recency,
@@ -30,7 +32,7 @@ from tests.helpers import unit
 
 # Fixed here, not the defaults (which the fit may move): the hand-computed values below use
 # cosine's evidence 1 / (1 + exp(-10·(cosine - 0.5))) (for a candidate not measured against
-# the query's best), lexical weight 0.4 and knee 1 (none per word),
+# the query's best), lexical weight 0.4 and knee 1 (none per word), no first choice's floor,
 # neighbour 0.5, floor 0.85, decay 0.1, boost 0.3 and type penalty 0.2.
 WEIGHTS = ScoringSettings(
     semantic_midpoint=0.5,
@@ -39,6 +41,7 @@ WEIGHTS = ScoringSettings(
     lexical_knee=1.0,
     lexical_knee_per_word=0.0,
     lexical_weight=0.4,
+    semantic_lead_floor=0.0,  # the blend alone; the floor has its own test
     neighbour_share=0.5,
     recency_floor=0.85,
     recency_decay=0.1,
@@ -117,6 +120,57 @@ def test_semantic_tier_weighs_cosines_evidence_against_bm25s() -> None:
     archived = relevance(item(), 0.5, now=0, requested=[], weights=WEIGHTS)
     assert archived.score == pytest.approx(sigma(0.5))
     assert match_strength(0.5, 7.0, WEIGHTS) == pytest.approx(0.6 * sigma(0.5) + 0.4)  # clamped
+
+
+def test_the_models_first_choice_keeps_its_floor_against_a_decoys_common_word() -> None:
+    # A question asked in other words: its answer is the model's first choice (cosine 0.32,
+    # nothing ahead) and shares no word; a decoy 0.02 behind shares one common word.
+    w = WEIGHTS.model_copy(
+        update={"semantic_midpoint": 0.3, "semantic_closeness": 0.02, "lexical_weight": 0.6}
+    )
+    assert w.semantic_lead_floor == 0.0
+    answer = Candidate(item("the answer, in other words"), 0.32, lexical=0.0, behind=0.0)
+    decoy = Candidate(item("a decoy sharing a word"), 0.30, lexical=0.35, behind=0.02)
+    full = Candidate(item("every rare word of the question"), 0.30, lexical=1.0, behind=0.02)
+
+    def order(weights: ScoringSettings, *found: Candidate) -> list[str]:
+        ranking = rank(
+            found,
+            now=0,
+            requested=[],
+            weights=weights,
+            min_score=0.0,
+            max_items=5,
+            max_tokens=10_000,
+        )
+        return [s.item.content for s in ranking.kept]
+
+    # Without the floor the common word outweighs the clear semantic lead ...
+    assert order(w, answer, decoy)[0] == "a decoy sharing a word"
+    # ... with it the model's first choice stays first, at the floor.
+    floored = w.model_copy(update={"semantic_lead_floor": 0.6})
+    assert order(floored, answer, decoy)[0] == "the answer, in other words"
+    assert match_strength(0.32, 0.0, floored, behind=0.0) == pytest.approx(0.6)
+    # The floor fades with the distance behind the best, so the decoy's match is its blend.
+    blend = 0.4 * semantic_evidence(0.30, 0.02, floored) + 0.6 * 0.35
+    assert match_strength(0.30, 0.35, floored, behind=0.02) == pytest.approx(blend)
+    assert lead_floor(0.02, floored) == pytest.approx(0.6 * math.exp(-1))
+    assert lead_floor(0.02, floored) < blend
+    # A candidate holding every rare word of the question still beats the floor.
+    assert order(floored, answer, full)[0] == "every rare word of the question"
+    # Off (0) is the blend alone; the arrays the fit scores give what one candidate gets.
+    assert lead_floor(0.0, w) == 0.0
+    behind = np.array([0.0, 0.02, 0.2])
+    lexical = np.array([0.0, 0.35, 1.0])
+    cosine = np.array([0.32, 0.30, 0.12])
+    arrays = own_match(
+        semantic_evidence(cosine, behind, floored), lexical, 0.6, lead_floor(behind, floored)
+    )
+    singles = [
+        match_strength(float(c), float(x), floored, behind=float(b))
+        for c, x, b in zip(cosine, lexical, behind, strict=True)
+    ]
+    assert arrays == pytest.approx(singles)
 
 
 def test_cosines_evidence_is_a_logistic_curve_around_its_midpoint() -> None:
