@@ -3,9 +3,10 @@
 relevance = match · recency · feedback · type, each factor from ``scoring`` in ralph.yaml:
 
 - match (0-1), how well the item answers the query. Its own match is
-  ``m = max((1 - w)·S + w·L, f·exp(-behind / c))`` (:func:`own_match`, ``w`` =
-  ``lexical_weight``; ``f`` = ``semantic_lead_floor`` and ``c`` = ``semantic_closeness``, the
-  floor of the model's first choice, :func:`lead_floor`): ``S`` cosine's evidence
+  ``m = (1 - w)·S + w·L`` (:func:`own_match`, ``w`` = ``lexical_weight``), and for an item
+  sharing no word with the query at least ``f·exp(-behind / c)`` (``f`` =
+  ``semantic_lead_floor``, ``c`` = ``semantic_closeness``: the floor of the model's first
+  choice, :func:`lead_floor`): ``S`` cosine's evidence
   (:func:`semantic_evidence`: a logistic curve of the cosine or-ed with how close
   it comes to the query's best cosine), ``L`` BM25's (:func:`lexical_evidence`: its score
   over the query's best hit plus a knee of rare words' worth that grows with the query's
@@ -270,20 +271,25 @@ def _rare_word_weight(items: F | float) -> F | float:
 
 
 def own_match(semantic: F, lexical: F | float, weight: float, lead: F | float = 0.0) -> F:
-    """An item's own match from both kinds of evidence, ``(1 - w)·S + w·L``, or its
-    semantic lead's floor (:func:`lead_floor`) when that is higher.
+    """An item's own match from both kinds of evidence, ``(1 - w)·S + w·L``; for one that
+    shares no word with the query (``L`` = 0), at least its semantic lead's floor
+    (:func:`lead_floor`).
 
     Both are on one 0-1 scale, so the weight means what it says; fitted by cross-validation
     against a noisy-or of the two, which lost on every set (benchmarks/retrieval/fit.py).
     The floor is for a question asked in other words than its answer: the answer shares no
     word (``L`` = 0) while a decoy shares one common word (``L`` 0.2-0.4), and at the fitted
     weights that word outweighed the model's clear first choice (issue 61: all 10 paraphrase
-    questions mpnet's cosine alone answered and the blend did not).
+    questions mpnet's cosine alone answered and the blend did not). Only then: an item that
+    shares words is credited for them by the blend already, and a floor under every first
+    choice let an old decision that is the closer paraphrase outrank the newer one that
+    replaced it (recency scales a match by at most 1 - recency_floor).
     """
     blend = (1 - weight) * semantic + weight * lexical
     if isinstance(blend, float) and isinstance(lead, float):
-        return max(blend, lead)  # type: ignore[return-value, unused-ignore]
-    return np.maximum(blend, lead)  # type: ignore[no-any-return, unused-ignore]
+        return max(blend, lead) if lexical <= 0 else blend  # type: ignore[return-value, operator, unused-ignore]
+    floored = np.where(np.asarray(lexical) <= 0, np.maximum(blend, lead), blend)
+    return floored  # type: ignore[no-any-return, unused-ignore]
 
 
 def lead_floor(behind: F | float, w: ScoringSettings) -> F | float:

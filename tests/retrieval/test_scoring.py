@@ -158,6 +158,11 @@ def test_the_models_first_choice_keeps_its_floor_against_a_decoys_common_word() 
     assert lead_floor(0.02, floored) < blend
     # A candidate holding every rare word of the question still beats the floor.
     assert order(floored, answer, full)[0] == "every rare word of the question"
+    # The floor is for an item sharing no word: one that shares some is its blend alone,
+    # first choice or not (an older decision must not outrank its replacement by it).
+    sharing = 0.4 * semantic_evidence(0.32, 0.0, floored) + 0.6 * 0.1
+    assert match_strength(0.32, 0.1, floored, behind=0.0) == pytest.approx(sharing)
+    assert sharing < 0.6
     # Off (0) is the blend alone; the arrays the fit scores give what one candidate gets.
     assert lead_floor(0.0, w) == 0.0
     behind = np.array([0.0, 0.02, 0.2])
