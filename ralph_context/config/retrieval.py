@@ -124,9 +124,9 @@ class ScoringSettings(Section):
     lexical_knee_per_word: float = Field(default=0.2, ge=0.0, le=10.0, allow_inf_nan=False)
     lexical_weight: float = Field(default=0.6, ge=0.0, le=1.0, allow_inf_nan=False)
     # The model's own first choice (and a near tie with it) keeps at least this match,
-    # scaled by exp(-behind / semantic_closeness), whatever words it shares: an answer in
-    # other words than its question shares none, and one common word of a decoy's would
-    # otherwise outweigh a clear semantic lead (scoring.own_match). 0 turns it off.
+    # scaled by exp(-behind / semantic_closeness), when it shares no word with the query: an
+    # answer in other words than its question shares none, and one common word of a decoy's
+    # would otherwise outweigh a clear semantic lead (scoring.own_match). 0 turns it off.
     semantic_lead_floor: float = Field(default=0.8, ge=0.0, le=1.0, allow_inf_nan=False)
     # How much an adjacent item's match (same source and iteration, stored next to it)
     # counts towards this item's: an answer is often the turn after the question.

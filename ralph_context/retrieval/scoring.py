@@ -286,9 +286,11 @@ def own_match(semantic: F, lexical: F | float, weight: float, lead: F | float = 
     replaced it (recency scales a match by at most 1 - recency_floor).
     """
     blend = (1 - weight) * semantic + weight * lexical
-    if isinstance(blend, float) and isinstance(lead, float):
-        return max(blend, lead) if lexical <= 0 else blend  # type: ignore[return-value, operator, unused-ignore]
-    floored = np.where(np.asarray(lexical) <= 0, np.maximum(blend, lead), blend)
+    if isinstance(blend, float) and isinstance(lead, float) and isinstance(lexical, float):
+        one = max(blend, lead) if lexical <= 0 else blend
+        return one  # type: ignore[return-value, unused-ignore]
+    shares_none = np.asarray(lexical) <= 0
+    floored = np.where(shares_none, np.maximum(blend, lead), blend)
     return floored  # type: ignore[no-any-return, unused-ignore]
 
 
