@@ -70,16 +70,13 @@ __all__ = ["GRID", "THRESHOLDS", "main"]
 # grows with the query's content words. This grid is that family's, semantic_slope fixed at
 # 10 (5 and 20 lost).
 # Issue 61 widened the cosine centre and the gate upwards for the quality model, whose
-# cosines run higher than MiniLM's (the same grid fits either model), and added the floor of
-# the model's first choice (0 is the formula without it); with the floor, every fold chose
-# closeness 0.05, the grid's edge then, so 0.08 joined it (0.3 per word, never chosen, left).
+# cosines run higher than MiniLM's (the same grid fits either model).
 GRID: dict[str, tuple[float, ...]] = {
     "semantic_midpoint": (0.25, 0.3, 0.35, 0.4),
-    "semantic_closeness": (0.02, 0.03, 0.05, 0.08),
+    "semantic_closeness": (0.02, 0.03, 0.05),
     "lexical_knee": (1.0, 2.0, 4.0),
-    "lexical_knee_per_word": (0.0, 0.2, 0.6),
+    "lexical_knee_per_word": (0.0, 0.2, 0.3, 0.6),
     "lexical_weight": (0.4, 0.5, 0.6),
-    "semantic_lead_floor": (0.0, 0.6, 0.7, 0.8),
     "neighbour_share": (0.5, 0.7),
     "lexical_pass": (0.5,),
     "min_similarity": (0.15, 0.2, 0.25),

@@ -66,14 +66,14 @@ class RetrievalSettings(Section):
     """Defaults for a query."""
 
     max_items_per_query: int = Field(default=10, ge=1, le=50)
-    # Relevance is on the match's scale (retrieval/scoring.py): with no shared word, 0.4 of
-    # cosine's evidence or the first choice's floor; an item with cosine 0.3 (a paraphrase,
-    # as MiniLM measures one) that is not the first choice reaches 0.25, the first 0.8.
-    min_relevance_score: float = Field(default=0.15, ge=0.0, le=1.0, allow_inf_nan=False)
+    # Relevance is on the match's scale (retrieval/scoring.py): with no shared word, half of
+    # cosine's evidence; an item with cosine 0.3 (a paraphrase, as MiniLM measures one) reaches
+    # 0.25.
+    min_relevance_score: float = Field(default=0.12, ge=0.0, le=1.0, allow_inf_nan=False)
     # ... and under this share of the query's best score: when a clear match is there, the
     # loosely related tail goes. Both chosen by benchmarks/retrieval/fit.py (README:
     # Relevance); a min_score given with a query replaces both.
-    min_relative_score: float = Field(default=0.3, ge=0.0, le=1.0, allow_inf_nan=False)
+    min_relative_score: float = Field(default=0.2, ge=0.0, le=1.0, allow_inf_nan=False)
     # The gate before scoring: candidates must first be at least this similar to the query
     # (or hold its rarer words). MiniLM puts unrelated English sentences at ~0.0-0.15 and a
     # question asked in other words than its answer at 0.25-0.5 (0.12-0.32 for the hardest
@@ -104,33 +104,33 @@ class ScoringSettings(Section):
     relevance = match · recency · feedback · type, where only ``match`` can reach 0: the
     loop's own signals scale a match (within a band: at most ``1 - recency_floor`` for age,
     ``usefulness_boost`` either way for feedback, ``type_penalty`` for an unrequested type)
-    and never lift an unrelated item above a related one. Defaults (all-MiniLM-L6-v2's) are
-    fitted by ``benchmarks/retrieval/fit.py`` on LoCoMo, LongMemEval dev, the loop scenarios
-    and the paraphrase set (benchmarks/retrieval/results-issue61/stop68.md).
+    and never lift an unrelated item above a related one. Defaults are fitted by
+    ``benchmarks/retrieval/fit.py`` on LoCoMo and the loop scenarios.
     """
 
     # Cosine's evidence is the logistic sigma(slope * (cosine - midpoint)): at the midpoint a
     # cosine is even odds that the item answers the query (scoring.semantic_evidence).
-    semantic_midpoint: float = Field(default=0.25, ge=-1.0, le=1.0, allow_inf_nan=False)
+    semantic_midpoint: float = Field(default=0.30, ge=-1.0, le=1.0, allow_inf_nan=False)
     semantic_slope: float = Field(default=10.0, gt=0.0, le=100.0, allow_inf_nan=False)
     # ... or-ed with exp(-behind / semantic_closeness), behind = the query's best cosine among
     # its candidates minus this one's: the model's own first choice, whatever its cosine.
-    semantic_closeness: float = Field(default=0.08, gt=0.0, le=1.0, allow_inf_nan=False)
+    semantic_closeness: float = Field(default=0.02, gt=0.0, le=1.0, allow_inf_nan=False)
     # BM25's evidence is its score over the query's best hit's plus a knee of rare words'
     # worth, lexical_knee + lexical_knee_per_word per content word of the query
     # (scoring.lexical_evidence); the match is (1 - lexical_weight)·cosine's evidence
     # + lexical_weight·BM25's.
     lexical_knee: float = Field(default=1.0, gt=0.0, le=100.0, allow_inf_nan=False)
     lexical_knee_per_word: float = Field(default=0.2, ge=0.0, le=10.0, allow_inf_nan=False)
-    lexical_weight: float = Field(default=0.6, ge=0.0, le=1.0, allow_inf_nan=False)
-    # The model's own first choice (and a near tie with it) keeps at least this match,
-    # scaled by exp(-behind / semantic_closeness), when it shares no word with the query: an
-    # answer in other words than its question shares none, and one common word of a decoy's
-    # would otherwise outweigh a clear semantic lead (scoring.own_match). 0 turns it off.
-    semantic_lead_floor: float = Field(default=0.8, ge=0.0, le=1.0, allow_inf_nan=False)
+    lexical_weight: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+    # Off by default. When above 0, an item the full-text half did not find (lexical 0) keeps
+    # at least this match times exp(-behind / semantic_closeness): the model's first choice
+    # for a question asked in other words (scoring.own_match). Fitted, it lifted paraphrase
+    # top-1 but let near-duplicate vector hits outrank the one item holding the query's rare
+    # identifier ("note 77"), which the fit's sets do not hold (stop 68; issue 61).
+    semantic_lead_floor: float = Field(default=0.0, ge=0.0, le=1.0, allow_inf_nan=False)
     # How much an adjacent item's match (same source and iteration, stored next to it)
     # counts towards this item's: an answer is often the turn after the question.
-    neighbour_share: float = Field(default=0.50, ge=0.0, le=1.0, allow_inf_nan=False)
+    neighbour_share: float = Field(default=0.70, ge=0.0, le=1.0, allow_inf_nan=False)
     # Recency decays from 1 towards this floor, at recency_decay per iteration of age
     # (skills do not age: they are meant to outlive the iterations that taught them).
     recency_floor: float = Field(default=0.75, ge=0.0, le=1.0, allow_inf_nan=False)

@@ -3,10 +3,10 @@
 relevance = match · recency · feedback · type, each factor from ``scoring`` in ralph.yaml:
 
 - match (0-1), how well the item answers the query. Its own match is
-  ``m = (1 - w)·S + w·L`` (:func:`own_match`, ``w`` = ``lexical_weight``), and for an item
-  sharing no word with the query at least ``f·exp(-behind / c)`` (``f`` =
-  ``semantic_lead_floor``, ``c`` = ``semantic_closeness``: the floor of the model's first
-  choice, :func:`lead_floor`): ``S`` cosine's evidence
+  ``m = (1 - w)·S + w·L`` (:func:`own_match`, ``w`` = ``lexical_weight``; an item the
+  full-text half did not find keeps at least ``f·exp(-behind / c)``, ``f`` =
+  ``semantic_lead_floor``, off by default, ``c`` = ``semantic_closeness``:
+  :func:`lead_floor`): ``S`` cosine's evidence
   (:func:`semantic_evidence`: a logistic curve of the cosine or-ed with how close
   it comes to the query's best cosine), ``L`` BM25's (:func:`lexical_evidence`: its score
   over the query's best hit plus a knee of rare words' worth that grows with the query's
@@ -271,9 +271,9 @@ def _rare_word_weight(items: F | float) -> F | float:
 
 
 def own_match(semantic: F, lexical: F | float, weight: float, lead: F | float = 0.0) -> F:
-    """An item's own match from both kinds of evidence, ``(1 - w)·S + w·L``; for one that
-    shares no word with the query (``L`` = 0), at least its semantic lead's floor
-    (:func:`lead_floor`).
+    """An item's own match from both kinds of evidence, ``(1 - w)·S + w·L``; for one the
+    full-text half did not find (``L`` = 0), at least its semantic lead's floor
+    (:func:`lead_floor`; 0, off, by default).
 
     Both are on one 0-1 scale, so the weight means what it says; fitted by cross-validation
     against a noisy-or of the two, which lost on every set (benchmarks/retrieval/fit.py).
@@ -283,7 +283,10 @@ def own_match(semantic: F, lexical: F | float, weight: float, lead: F | float = 
     questions mpnet's cosine alone answered and the blend did not). Only then: an item that
     shares words is credited for them by the blend already, and a floor under every first
     choice let an old decision that is the closer paraphrase outrank the newer one that
-    replaced it (recency scales a match by at most 1 - recency_floor).
+    replaced it (recency scales a match by at most 1 - recency_floor). It stays off: ``L`` = 0
+    says the full-text half did not return the item, not that it shares no word, and with
+    the fitted floor (0.8) 120 near-identical notes' vector hits outranked the one holding the
+    query's rare identifier ("note 77"), a case none of the fit's sets holds (stop 68).
     """
     blend = (1 - weight) * semantic + weight * lexical
     if isinstance(blend, float) and isinstance(lead, float) and isinstance(lexical, float):

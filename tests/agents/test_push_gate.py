@@ -83,10 +83,6 @@ EVERYDAY = (
 )
 RELATED = "celery can't connect to redis when I run docker compose, connection refused on 6379"
 ANSWER = "CELERY_BROKER_URL=redis://redis:6379/0"
-# A similarity gate looser than the fitted one (0.2), so that a pull finds something for
-# these prompts: MiniLM puts most of them under 0.2 to every note, and the point here is
-# what the push gate holds back from what a pull returns.
-LOOSE = {"min_similarity": 0.1}
 
 
 async def _asked(engine: Engine, project: Path, prompts: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -103,7 +99,7 @@ async def _asked(engine: Engine, project: Path, prompts: tuple[str, ...]) -> lis
 async def test_an_everyday_prompt_gets_no_memory_and_a_related_one_gets_its_note(
     make_settings: SettingsFactory, shared_model: Loader, project: Path
 ) -> None:
-    async with Engine(make_settings(retrieval=LOOSE), model_loader=shared_model) as engine:
+    async with Engine(make_settings(), model_loader=shared_model) as engine:
         await engine.store_many([NewItem(text, kind) for kind, text in NOTES])
         *everyday, (related, _) = await _asked(engine, project, (*EVERYDAY, RELATED))
         # A pull still answers with the store's closest items: the gate held them back.
@@ -119,7 +115,7 @@ async def test_an_everyday_prompt_gets_no_memory_and_a_related_one_gets_its_note
 async def test_with_the_gate_off_the_hook_pushes_what_the_search_returns(
     make_settings: SettingsFactory, shared_model: Loader, project: Path
 ) -> None:
-    settings = make_settings(retrieval={**LOOSE, "push_gate": "off"})
+    settings = make_settings(retrieval={"push_gate": "off"})
     async with Engine(settings, model_loader=shared_model) as engine:
         await engine.store_many([NewItem(text, kind) for kind, text in NOTES])
         answers = await _asked(engine, project, EVERYDAY)

@@ -78,10 +78,7 @@ def test_switching_models_by_override_switches_their_constants(
         default.scoring.semantic_midpoint
         == model_constants("all-MiniLM-L6-v2")["scoring"]["semantic_midpoint"]
     )
-    assert (
-        default.retrieval.min_similarity
-        == model_constants("all-MiniLM-L6-v2")["retrieval"]["min_similarity"]
-    )
+    assert default.retrieval.min_similarity == 0.15
     assert default.scoring.lexical_knee == 3.0, "a value the file set stays"
     again = default.with_overrides(embeddings={"model": "own-model"})
     assert _fitted(again) == {

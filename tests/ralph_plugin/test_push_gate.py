@@ -14,7 +14,7 @@ from ralph_context import Engine, Settings
 from ralph_context.engine import NewItem
 from ralph_context.models import Tier
 from ralph_context.rendering import CONTEXT_HEADING
-from tests.agents.test_push_gate import ANSWER, LOOSE, NOTES
+from tests.agents.test_push_gate import ANSWER, NOTES
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_plugin.ralph_host import make_orchestrator, run_attached
 
@@ -30,7 +30,7 @@ def test_with_a_loop_gate_an_unanswered_task_keeps_its_prompt_and_a_related_one_
 ) -> None:
     prompt_gate = Settings.load(None).push_gate()
     assert prompt_gate is not None
-    settings = make_settings(retrieval={**LOOSE, "loop_push_gate": prompt_gate.model_dump()})
+    settings = make_settings(retrieval={"loop_push_gate": prompt_gate.model_dump()})
 
     async def remember() -> int:
         async with Engine(settings, model_loader=shared_model) as engine:
@@ -54,7 +54,7 @@ def test_with_a_loop_gate_an_unanswered_task_keeps_its_prompt_and_a_related_one_
 def test_by_default_a_loop_gets_what_the_search_returns(
     ralph_workdir: Path, make_settings: SettingsFactory, shared_model: Loader
 ) -> None:
-    settings = make_settings(retrieval=LOOSE)
+    settings = make_settings()
     assert settings.push_gate("loop") is None
 
     async def remember() -> None:

@@ -18,7 +18,7 @@ from ralph_context.integrations.ralph_v2.client import _Engine
 from ralph_context.integrations.ralph_v2.hook import handle
 from ralph_context.integrations.ralph_v2.memories import MANAGED_TAG, parse
 from ralph_context.integrations.ralph_v2.payload import read_payload
-from tests.agents.test_push_gate import ANSWER, LOOSE, NOTES
+from tests.agents.test_push_gate import ANSWER, NOTES
 from tests.helpers import Loader, SettingsFactory
 from tests.ralph_v2.test_hook_loop import payload
 
@@ -49,7 +49,7 @@ async def test_with_a_loop_gate_memories_md_gets_nothing_unanswered_and_a_relate
 ) -> None:
     workspace = tmp_path / "repo"
     (workspace / ".ralph" / "agent").mkdir(parents=True)
-    settings = make_settings(lifecycle={"auto_run": False}, retrieval=LOOSE)
+    settings = make_settings(lifecycle={"auto_run": False})
     async with Engine(settings, model_loader=shared_model) as engine:
         await engine.store_many([NewItem(text, kind) for kind, text in NOTES])
         memory = _Engine(engine, writable=True)

@@ -180,7 +180,7 @@ async def test_search_filters_by_metadata(served: tuple[str, Path]) -> None:
         stored = (
             (3, "py", "Flaky test: the pytest fixture leaks a temp dir"),
             (1, "rs", "Cargo test times out on the network mock"),
-            ("high", "py", "Type check test fails: mypy strict rejects the untyped plugin hook"),
+            ("high", "py", "Mypy strict fails on the untyped plugin hook"),
         )
         for priority, lang, content in stored:
             await call(
