@@ -89,8 +89,8 @@ def write_outputs(results: dict[str, Any], out: Path) -> list[Path]:
     faces = ["floor", "engine", "stdio", "http", "http8", "hook", "hook_loop"]
     fig, axis = plt.subplots(figsize=(11, 4.5))
     width = 0.8 / max(1, len(results["runs"]))
+    where = {"floor": ("floor", "sum"), "hook_loop": ("hook_loop", "retrieval")}
     for n, run in enumerate(results["runs"]):
-        where = {"floor": ("floor", "sum"), "hook_loop": ("hook_loop", "retrieval")}
         found = [value(run, *where.get(face, (face,)), "p99_ms") for face in faces]
         values = [np.nan if v is None else v for v in found]  # a failed phase: no bar
         x = np.arange(len(faces)) + n * width

@@ -277,19 +277,18 @@ def own_match(semantic: F, lexical: F | float, weight: float, lead: F | float = 
 
     Both are on one 0-1 scale, so the weight means what it says; fitted by cross-validation
     against a noisy-or of the two, which lost on every set (benchmarks/retrieval/fit.py).
-    The floor is for a question asked in other words than its answer: the answer shares no
-    word (``L`` = 0) while a decoy shares one common word (``L`` 0.2-0.4), and at the fitted
-    weights that word outweighed the model's clear first choice (issue 61: all 10 paraphrase
-    questions mpnet's cosine alone answered and the blend did not). Only then: an item that
-    shares words is credited for them by the blend already, and a floor under every first
-    choice let an old decision that is the closer paraphrase outrank the newer one that
-    replaced it (recency scales a match by at most 1 - recency_floor). It stays off: ``L`` = 0
-    says the full-text half did not return the item, not that it shares no word, and with
-    the fitted floor (0.8) 120 near-identical notes' vector hits outranked the one holding the
-    query's rare identifier ("note 77"), a case none of the fit's sets holds (stop 68).
+    The floor is for a question asked in other words than its answer, which shares no word
+    while a decoy shares a common one; only at ``L`` = 0, since an item sharing words is
+    credited for them by the blend, and a floor under every first choice let an older
+    decision outrank the one that replaced it. It is off by default: ``L`` = 0 says the
+    full-text half did not return the item, not that it shares no word, and fitted it let
+    near-duplicate vector hits outrank the one holding the query's rare identifier
+    (benchmarks/retrieval/results-issue61/stop68.md).
     """
     blend = (1 - weight) * semantic + weight * lexical
-    if isinstance(blend, float) and isinstance(lead, float) and isinstance(lexical, float):
+    if isinstance(lead, float) and lead <= 0.0:  # the floor off: the blend alone
+        return blend
+    if isinstance(blend, float) and isinstance(lexical, float):
         one = max(blend, lead) if lexical <= 0 else blend
         return one  # type: ignore[return-value, unused-ignore]
     shares_none = np.asarray(lexical) <= 0
